@@ -1,0 +1,21 @@
+"""Bundled example domains with real state and tools, and the registry they join."""
+
+from harness.domains.base import (
+    DOMAINS,
+    Environment,
+    ToolError,
+    ToolOutcome,
+    get_domain,
+    register_domain,
+    tool,
+)
+
+__all__ = [
+    "DOMAINS",
+    "Environment",
+    "ToolError",
+    "ToolOutcome",
+    "get_domain",
+    "register_domain",
+    "tool",
+]

@@ -1,0 +1,119 @@
+"""Environments: state plus the tools an agent may call on it. Domains register themselves."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from harness.transcript import ToolSpec
+
+
+class ToolError(Exception):
+    """A tool refusing a request (bad id, policy); the agent sees the message as the result."""
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """A tool's result as the agent will see it."""
+
+    content: str
+    is_error: bool = False
+
+
+def tool(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark an environment method as a tool. Its type hints become the JSON-schema parameters
+    and its docstring the description."""
+    method.__is_tool__ = True  # type: ignore[attr-defined]
+    return method
+
+
+class _Tool:
+    """A bound description of one tool: spec for the model, argument model for validation."""
+
+    def __init__(self, name: str, method: Callable[..., Any]):
+        self.name = name
+        fields: dict[str, Any] = {}
+        for param in list(inspect.signature(method).parameters.values())[1:]:
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[param.name] = (method.__annotations__.get(param.name, Any), default)
+        self.arguments = create_model(
+            f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+        )
+        schema = self.arguments.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        description = inspect.getdoc(method) or ""
+        self.spec = ToolSpec(name=name, description=description, parameters=schema)
+
+
+class Environment:
+    """A domain's state and tools. Subclasses add `@tool` methods and may give a `State` model
+    that validates a task's start state."""
+
+    domain: ClassVar[str] = ""
+    State: ClassVar[type[BaseModel] | None] = None
+    _tools: ClassVar[dict[str, _Tool]]
+
+    def __init__(self, state: dict[str, Any]):
+        self.state: dict[str, Any] = copy.deepcopy(state)
+        self.done = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._tools = {
+            name: _Tool(name, member)
+            for name, member in inspect.getmembers(cls, inspect.isfunction)
+            if getattr(member, "__is_tool__", False)
+        }
+
+    @classmethod
+    def tool_specs(cls, names: list[str] | None = None) -> list[ToolSpec]:
+        """Specs of the named tools (all tools when no names are given), in the order asked."""
+        names = list(cls._tools) if names is None else names
+        return [cls._tools[name].spec for name in names]
+
+    @classmethod
+    def tool_names(cls) -> list[str]:
+        return list(cls._tools)
+
+    def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Run a tool. Bad arguments and refusals come back as error results, not exceptions."""
+        described = self._tools.get(name)
+        if described is None:
+            return ToolOutcome(f"Error: unknown tool '{name}'", is_error=True)
+        try:
+            parsed = described.arguments.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
+            )
+            return ToolOutcome(f"Error: invalid arguments for {name}: {problems}", is_error=True)
+        try:
+            result = getattr(self, name)(**parsed.model_dump())
+        except ToolError as exc:
+            return ToolOutcome(f"Error: {exc}", is_error=True)
+        return ToolOutcome(json.dumps(result, sort_keys=True))
+
+
+E = TypeVar("E", bound=type[Environment])
+DOMAINS: dict[str, type[Environment]] = {}
+
+
+def register_domain(cls: E) -> E:
+    """Class decorator: make a domain available to tasks by its `domain` name."""
+    DOMAINS[cls.domain] = cls
+    return cls
+
+
+def get_domain(name: str) -> type[Environment] | None:
+    """The environment class of a domain, loading the bundled domains on first use."""
+    from harness.domains import support  # noqa: F401  (registers itself)
+
+    return DOMAINS.get(name)

@@ -1,0 +1,1 @@
+"""Graders: rule checks and normative verdicts over Transcripts (never over the simulator)."""

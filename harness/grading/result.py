@@ -1,0 +1,48 @@
+"""The uniform result of one check, and a task's verdict built from them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.transcript import Side
+
+Outcome = Literal["pass", "fail", "error"]
+
+
+class CheckResult(BaseModel):
+    """What one check found. `error` means the check could not decide (never a fail)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The check's label.")
+    kind: str = Field(description="The check kind.")
+    outcome: Outcome = Field(description="pass, fail, or error when the check could not decide.")
+    score: float = Field(default=0.0, ge=0, le=1, description="1 for a pass, 0 for a fail.")
+    reason: str = Field(default="", description="Why, in one line.")
+    hard: bool = Field(default=True, description="Copied from the check spec.")
+    weight: float = Field(default=1.0, description="Copied from the check spec.")
+    diagnostic: bool = Field(default=False, description="Copied from the check spec.")
+
+    @property
+    def gates(self) -> bool:
+        return self.hard and not self.diagnostic
+
+
+class Verdict(BaseModel):
+    """A task's grade for one episode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str = Field(description="The task.")
+    trial: int = Field(default=0, description="The trial.")
+    outcome: Outcome = Field(description="pass, fail, or error (excluded from pass rates).")
+    score: float = Field(default=0.0, description="Weighted score of the non-diagnostic checks.")
+    error_side: Side | None = Field(default=None, description="Which side failed, for an error.")
+    reason: str = Field(default="", description="Summary of what decided the outcome.")
+    checks: list[CheckResult] = Field(default_factory=list, description="Every check's result.")
+
+    def failed_checks(self) -> list[CheckResult]:
+        """Gating checks that did not pass."""
+        return [c for c in self.checks if c.gates and c.outcome != "pass"]

@@ -1,0 +1,76 @@
+"""The one protocol every model call goes through, and the registry of providers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.specs.agent import ModelRef
+from harness.transcript import Message, ToolSpec, Usage
+
+
+class CompletionParams(BaseModel):
+    """Generation settings of one call. `seed` carries the trial so repeated trials differ."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float = Field(default=0.0, description="Sampling temperature.")
+    max_tokens: int = Field(default=1024, description="Most tokens in the reply.")
+    seed: int = Field(default=0, description="Seed; distinct per trial.")
+
+
+class Completion(BaseModel):
+    """A model's reply and what it cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: Message = Field(description="The assistant message, possibly with tool calls.")
+    usage: Usage = Field(default_factory=Usage, description="Tokens, cost and latency.")
+    model: str = Field(description="The model that answered.")
+
+
+class ModelError(Exception):
+    """A model call that failed; `retryable` errors are worth another attempt."""
+
+    def __init__(self, message: str, retryable: bool = False):
+        super().__init__(message)
+        self.retryable = retryable
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Anything that turns a conversation (and offered tools) into the next assistant message."""
+
+    name: str
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams
+    ) -> Completion: ...
+
+
+ProviderFactory = Callable[[ModelRef, dict[str, Any]], ChatModel]
+PROVIDERS: dict[str, ProviderFactory] = {}
+
+
+def register_provider(prefix: str) -> Callable[[ProviderFactory], ProviderFactory]:
+    """Register a factory for model ids `prefix` or `prefix/<model>`."""
+
+    def decorator(factory: ProviderFactory) -> ProviderFactory:
+        PROVIDERS[prefix] = factory
+        return factory
+
+    return decorator
+
+
+def create_model(ref: ModelRef | str, variables: dict[str, Any] | None = None) -> ChatModel:
+    """Build the model a reference names. `variables` feed the templates of scripted models."""
+    from harness.models import scripted  # noqa: F401  (registers itself)
+
+    ref = ModelRef.model_validate(ref) if isinstance(ref, str) else ref
+    prefix = ref.id.split("/", 1)[0]
+    if prefix not in PROVIDERS:
+        known = ", ".join(sorted(PROVIDERS))
+        raise ModelError(f"unknown model provider '{prefix}' in '{ref.id}'; known: {known}")
+    return PROVIDERS[prefix](ref, variables or {})

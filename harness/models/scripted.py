@@ -1,0 +1,177 @@
+"""The `scripted` model: deterministic replies from rules, for exact and repeatable tests.
+
+See `harness.specs.script` for the rule format. The model reads the conversation the way a real
+model would (system prompt, last message, tool results), so a variant that changes its prompt
+can change what a scripted agent does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from harness.matching import partial_mismatches
+from harness.models.base import (
+    ChatModel,
+    Completion,
+    CompletionParams,
+    ModelError,
+    register_provider,
+)
+from harness.specs.agent import ModelRef
+from harness.specs.script import Reply, Rule, Script, When
+from harness.transcript import Message, ToolCall, ToolSpec, Usage
+
+PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*(?:\.[\w-]+)*)\}")
+
+
+class _Unfilled(Exception):
+    """A template names a value the context does not have; the rule does not apply."""
+
+
+class ScriptedModel:
+    """Answers with the first rule whose conditions hold and whose templates can be filled."""
+
+    def __init__(self, script: Script, variables: dict[str, Any] | None = None, name: str = ""):
+        self.script = script
+        self.variables = variables or {}
+        self.name = name or "scripted"
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams
+    ) -> Completion:
+        reply = self.reply(messages)
+        words_in = sum(len(m.content.split()) for m in messages)
+        words_out = len(reply.content.split()) + sum(len(c.arguments) for c in reply.tool_calls)
+        usage = Usage(calls=1, input_tokens=words_in, output_tokens=words_out)
+        return Completion(message=reply, usage=usage, model=self.name)
+
+    def reply(self, messages: list[Message]) -> Message:
+        """The assistant message the script gives for this conversation."""
+        system = next((m.content for m in messages if m.role == "system"), "")
+        turns = [m for m in messages if m.role != "system"]
+        if not turns:
+            raise ModelError(f"{self.name}: nothing to answer")
+        for rule in self.script.rules:
+            context = self._context(rule.when, system, turns)
+            if context is None:
+                continue
+            try:
+                return self._render(rule, context, messages)
+            except _Unfilled:
+                continue
+        last = turns[-1].content.replace("\n", " ")[:80]
+        raise ModelError(f"{self.name}: no rule matches the last {turns[-1].role} message '{last}'")
+
+    def _context(self, when: When, system: str, turns: list[Message]) -> dict[str, Any] | None:
+        """The template values of a rule whose conditions hold, or None."""
+        last = turns[-1]
+        if when.answers_tool != (last.role == "tool"):
+            return None
+        context: dict[str, Any] = {"known": self.variables.get("known", {}), "text": last.content}
+        if when.system is not None and not re.search(when.system, system):
+            return None
+        if when.matches is not None:
+            found = re.search(when.matches, last.content)
+            if found is None:
+                return None
+            context["m"] = _groups(found)
+        if when.user is not None:
+            latest_user = next((m.content for m in reversed(turns) if m.role == "user"), "")
+            found = re.search(when.user, latest_user)
+            if found is None:
+                return None
+            context["u"] = _groups(found)
+        if when.history is not None:
+            said = (re.search(when.history, m.content) for m in reversed(turns) if m.role == "user")
+            found = next((f for f in said if f is not None), None)
+            if found is None:
+                return None
+            context["h"] = _groups(found)
+        if last.role == "tool":
+            if when.tool is not None and last.name != when.tool:
+                return None
+            if when.error is not None and last.is_error != when.error:
+                return None
+            result = _parse_json(last.content)
+            if when.result is not None and partial_mismatches(when.result, result):
+                return None
+            context["result"] = result
+            context["args"] = _arguments_of(turns, last.tool_call_id)
+        return context
+
+    def _render(self, rule: Rule, context: dict[str, Any], messages: list[Message]) -> Message:
+        reply: Reply = rule.reply
+        first_id = sum(len(m.tool_calls) for m in messages)
+        calls = [
+            ToolCall(
+                id=f"call_{first_id + i}", name=call.name, arguments=_fill(call.arguments, context)
+            )
+            for i, call in enumerate(reply.tool_calls)
+        ]
+        return Message(role="assistant", content=_fill(reply.content, context), tool_calls=calls)
+
+
+def _groups(found: re.Match[str]) -> dict[str, str]:
+    groups = {str(i): value or "" for i, value in enumerate([found.group(0), *found.groups()])}
+    groups.update({k: v or "" for k, v in found.groupdict().items()})
+    return groups
+
+
+def _parse_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _arguments_of(turns: list[Message], call_id: str | None) -> dict[str, Any]:
+    for message in reversed(turns):
+        for call in message.tool_calls:
+            if call.id == call_id:
+                return call.arguments
+    return {}
+
+
+def _lookup(context: dict[str, Any], dotted: str) -> Any:
+    value: Any = context
+    for part in dotted.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            raise _Unfilled(dotted)
+    return value
+
+
+def _fill(template: Any, context: dict[str, Any]) -> Any:
+    """Fill `{a.b}` placeholders; a string that is one placeholder keeps the value's type."""
+    if isinstance(template, dict):
+        return {key: _fill(value, context) for key, value in template.items()}
+    if isinstance(template, list):
+        return [_fill(value, context) for value in template]
+    if not isinstance(template, str):
+        return template
+    whole = PLACEHOLDER.fullmatch(template)
+    if whole:
+        return _lookup(context, whole.group(1))
+    return PLACEHOLDER.sub(lambda m: _text(_lookup(context, m.group(1))), template)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+@register_provider("scripted")
+def _scripted(ref: ModelRef, variables: dict[str, Any]) -> ChatModel:
+    from harness.specs.load import load_script
+
+    assert ref.script is not None  # ModelRef guarantees a script for 'scripted'
+    return ScriptedModel(
+        load_script(Path(ref.script)).spec, variables, name=f"scripted:{Path(ref.script).stem}"
+    )

@@ -1,0 +1,1 @@
+"""Simulation: the persona simulator, agents under test, environments and the episode loop."""

@@ -1,0 +1,133 @@
+"""The turn loop: start conditions, end conditions, limits and errors, ending in a Transcript."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from harness.sim.agent import LLMAgent
+from harness.sim.env import make_environment
+from harness.sim.user import GREETING, UserSimulator
+from harness.specs.persona import Persona
+from harness.specs.task import Task
+from harness.transcript import (
+    EndReason,
+    EpisodeError,
+    Message,
+    Side,
+    Transcript,
+    Usage,
+)
+
+SIGNAL_REASONS = {
+    "###STOP###": EndReason.USER_STOP,
+    "###TRANSFER###": EndReason.TRANSFER,
+    "###OUT-OF-SCOPE###": EndReason.OUT_OF_SCOPE,
+}
+
+
+class _SideFailed(Exception):
+    """A failure attributed to one side of the episode."""
+
+    def __init__(self, side: Side, cause: BaseException):
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.side = side
+
+
+@dataclass
+class EpisodeSpec:
+    """Everything one episode needs."""
+
+    task: Task
+    persona: Persona
+    agent: LLMAgent
+    variant_hash: str
+    initial_state: dict[str, Any]
+    trial: int = 0
+    seed: int = 0
+
+
+def stop_reason(text: str, signals: list[str]) -> EndReason | None:
+    """The end reason a user message signals, if any."""
+    for signal in signals:
+        if signal in text:
+            return SIGNAL_REASONS.get(signal, EndReason.USER_STOP)
+    return None
+
+
+async def run_episode(spec: EpisodeSpec) -> Transcript:
+    """Play one episode to its end. Never raises: failures become an `error` end reason."""
+    task = spec.task
+    messages: list[Message] = [m.model_copy() for m in task.start.history]
+    agent_usage, user_usage = Usage(), Usage()
+    state: dict[str, Any] = {}
+    turns = 0
+    started, clock = datetime.now(UTC), time.perf_counter()
+
+    async def play() -> EndReason:
+        nonlocal turns, state
+        try:
+            env = make_environment(task, spec.initial_state)
+        except Exception as exc:
+            raise _SideFailed(Side.ENVIRONMENT, exc) from exc
+        state = env.state
+        user = UserSimulator(spec.persona, task.scenario, task.end.stop_signals, spec.seed)
+
+        async def user_says() -> EndReason | None:
+            try:
+                said = await user.reply(messages)
+            except Exception as exc:
+                raise _SideFailed(Side.USER_SIMULATOR, exc) from exc
+            user_usage.add(said.usage)
+            messages.append(Message(role="user", content=said.content))
+            return stop_reason(said.content, task.end.stop_signals)
+
+        if task.start.first_message is not None:
+            messages.append(Message(role="user", content=task.start.first_message))
+        elif not messages or messages[-1].role != "user":
+            messages.append(Message(role="assistant", content=GREETING))
+            if (ended := await user_says()) is not None:
+                return ended
+        while True:
+            try:
+                agent_usage.add(await spec.agent.respond(messages, env, spec.seed))
+            except Exception as exc:
+                raise _SideFailed(Side.AGENT, exc) from exc
+            turns += 1
+            if env.done:
+                return EndReason.AGENT_HANDOFF
+            if turns >= task.end.max_turns:
+                return EndReason.MAX_TURNS
+            if (ended := await user_says()) is not None:
+                return ended
+
+    error: EpisodeError | None = None
+    try:
+        end = await asyncio.wait_for(play(), timeout=task.end.max_seconds)
+    except TimeoutError:
+        end = EndReason.TIMEOUT
+    except _SideFailed as failed:
+        end, error = EndReason.ERROR, EpisodeError(side=failed.side, message=str(failed))
+    except Exception as exc:  # a bug of the harness itself is still recorded, not raised
+        end = EndReason.ERROR
+        error = EpisodeError(side=Side.HARNESS, message=f"{type(exc).__name__}: {exc}")
+    return Transcript(
+        task_id=task.id,
+        variant=spec.agent.variant.name,
+        variant_hash=spec.variant_hash,
+        persona=spec.persona.name,
+        trial=spec.trial,
+        seed=spec.seed,
+        messages=messages,
+        final_state=state,
+        usage=agent_usage,
+        user_usage=user_usage,
+        turns=turns,
+        end_reason=end,
+        error=error,
+        started_at=started.isoformat(timespec="seconds"),
+        duration_s=round(time.perf_counter() - clock, 6),
+    )

@@ -1,0 +1,200 @@
+"""Load a suite of tasks with their personas and start states, checking every cross-reference
+(persona names, domains, tool names, start states) so that a run never starts on bad input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.domains import Environment, get_domain
+from harness.sim.env import initial_state
+from harness.specs.agent import AgentVariant
+from harness.specs.checks import ToolCalledCheck
+from harness.specs.load import (
+    Loaded,
+    Location,
+    Problem,
+    SpecError,
+    display,
+    format_path,
+    kind_of,
+    load_persona,
+    load_task,
+    read_mapping,
+    spec_files,
+    validate,
+)
+from harness.specs.persona import Persona
+from harness.specs.task import Task
+
+
+@dataclass
+class TaskCase:
+    """A task ready to play: its spec, resolved persona, domain and start state."""
+
+    loaded: Loaded[Task]
+    persona: Persona
+    domain: type[Environment]
+    state: dict[str, Any]
+
+    @property
+    def task(self) -> Task:
+        return self.loaded.spec
+
+
+def find_personas_dir(start: Path) -> Path | None:
+    """The nearest `personas/` folder in the task's folder or one of its parents."""
+    for folder in [start.resolve().parent, *start.resolve().parents]:
+        if (folder / "personas").is_dir():
+            return folder / "personas"
+    return None
+
+
+def load_personas(folder: Path) -> dict[str, Persona]:
+    """Every persona file of a folder, by name."""
+    personas: dict[str, Persona] = {}
+    problems: list[Problem] = []
+    for path in spec_files([folder]):
+        try:
+            loaded = load_persona(path)
+        except SpecError as exc:
+            problems.extend(exc.problems)
+            continue
+        name = loaded.spec.name
+        if name in personas:
+            problems.append(loaded.problem(("name",), f"duplicate persona name '{name}'"))
+        personas[name] = loaded.spec
+    if problems:
+        raise SpecError(problems)
+    return personas
+
+
+def task_files(paths: list[Path]) -> list[Path]:
+    """The task files among the given files and folders (folders may also hold other kinds)."""
+    found = []
+    for path in spec_files(paths):
+        if path.is_file() and path in paths:
+            found.append(path)  # named explicitly: it must be a task
+            continue
+        data, positions = read_mapping(path)
+        if kind_of(path, data, positions) == "task":
+            found.append(path)
+    return found
+
+
+def load_suite(
+    paths: list[Path], personas_dir: Path | None = None, overrides: list[str] | None = None
+) -> list[TaskCase]:
+    """Load and cross-check every task under `paths`; all problems are raised together."""
+    problems: list[Problem] = []
+    cases: list[TaskCase] = []
+    persona_cache: dict[Path, dict[str, Persona]] = {}
+    seen_ids: dict[str, Path] = {}
+    files = task_files(paths)
+    if not files:
+        raise SpecError([Problem(Location(", ".join(map(str, paths))), "", "no task files found")])
+    for path in files:
+        try:
+            loaded = load_task(path, overrides)
+            task = loaded.spec
+            if task.id in seen_ids:
+                raise SpecError(
+                    [
+                        loaded.problem(
+                            ("id",), f"duplicate task id (also in {display(seen_ids[task.id])})"
+                        )
+                    ]
+                )
+            seen_ids[task.id] = path
+            persona = _persona(loaded, personas_dir, persona_cache)
+            domain = _domain(loaded)
+            state = _start_state(loaded, domain)
+            cases.append(TaskCase(loaded, persona, domain, state))
+        except SpecError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise SpecError(problems)
+    return cases
+
+
+def _persona(
+    loaded: Loaded[Task], personas_dir: Path | None, cache: dict[Path, dict[str, Persona]]
+) -> Persona:
+    ref = loaded.spec.persona
+    if isinstance(ref, Persona):
+        return ref
+    folder = personas_dir or find_personas_dir(loaded.path)
+    if folder is None:
+        raise SpecError(
+            [loaded.problem(("persona",), f"unknown persona '{ref}': no personas/ folder")]
+        )
+    folder = folder.resolve()
+    if folder not in cache:
+        cache[folder] = load_personas(folder)
+    personas = cache[folder]
+    if ref not in personas:
+        known = ", ".join(sorted(personas)) or "none"
+        raise SpecError([loaded.problem(("persona",), f"unknown persona '{ref}'; known: {known}")])
+    return personas[ref]
+
+
+def _domain(loaded: Loaded[Task]) -> type[Environment]:
+    task = loaded.spec
+    domain = get_domain(task.domain)
+    if domain is None:
+        raise SpecError([loaded.problem(("domain",), f"unknown domain '{task.domain}'")])
+    problems = []
+    for index, check in enumerate(task.checks):
+        if isinstance(check, ToolCalledCheck) and check.tool not in domain.tool_names():
+            known = ", ".join(domain.tool_names())
+            problems.append(
+                loaded.problem(
+                    ("checks", index, "tool"), f"unknown tool '{check.tool}'; known: {known}"
+                )
+            )
+    if problems:
+        raise SpecError(problems)
+    return domain
+
+
+def _start_state(loaded: Loaded[Task], domain: type[Environment]) -> dict[str, Any]:
+    """The merged start state, validated against the domain's state model."""
+    state = initial_state(loaded.spec)
+    if domain.State is None:
+        return state
+    state_file = loaded.spec.start.state_file
+    positions = {
+        key[2:]: where
+        for key, where in loaded.positions.items()
+        if key[:2] == ("start", "state") and len(key) > 2
+    }
+    try:
+        validate(domain.State, state, positions, Path(state_file) if state_file else loaded.path)
+    except SpecError as exc:
+        raise SpecError(
+            [
+                Problem(p.location, f"start.state.{p.path}".rstrip("."), p.message)
+                for p in exc.problems
+            ]
+        ) from None
+    return state
+
+
+def check_variant(variant: Loaded[AgentVariant], cases: list[TaskCase]) -> None:
+    """Every tool the variant lists must exist in every domain it will meet."""
+    problems = []
+    domains = {case.domain.domain: case.domain for case in cases}
+    for index, name in enumerate(variant.spec.tools):
+        for domain_name, domain in domains.items():
+            if name not in domain.tool_names():
+                known = ", ".join(domain.tool_names())
+                problems.append(
+                    Problem(
+                        variant.where("tools", index),
+                        format_path(("tools", index)),
+                        f"unknown tool '{name}' in domain '{domain_name}'; known: {known}",
+                    )
+                )
+    if problems:
+        raise SpecError(problems)

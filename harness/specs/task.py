@@ -1,0 +1,86 @@
+"""A task: how an episode starts, how it ends, and how it is graded."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag, field_validator
+
+from harness.specs.base import Spec
+from harness.specs.checks import Check
+from harness.specs.persona import Persona
+from harness.transcript import Message
+
+PersonaRef = Annotated[
+    Annotated[str, Tag("name")] | Annotated[Persona, Tag("inline")],
+    Discriminator(lambda value: "name" if isinstance(value, str) else "inline"),
+]
+DEFAULT_STOP_SIGNALS = ["###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###"]
+
+
+class Scenario(Spec):
+    """What the simulated user wants and what they may reveal. The agent never sees this."""
+
+    reason: str = Field(description="Why the user contacts the agent.")
+    instructions: str = Field(default="", description="How the user should pursue the goal.")
+    known_info: dict[str, str] = Field(
+        default_factory=dict, description="Facts the user knows and may reveal when asked."
+    )
+    unknown_info: list[str] = Field(
+        default_factory=list, description="Things the user does not know and must not invent."
+    )
+
+
+class Start(Spec):
+    """How the episode starts."""
+
+    state_file: str | None = Field(
+        default=None, description="JSON file (relative to the task file) with the initial state."
+    )
+    state: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Initial environment state, merged over `state_file` when both are given.",
+    )
+    first_message: str | None = Field(
+        default=None, description="The user's opening message; otherwise the persona opens."
+    )
+    history: list[Message] = Field(
+        default_factory=list, description="Prior conversation the episode continues from."
+    )
+
+
+class End(Spec):
+    """How the episode ends."""
+
+    max_turns: int = Field(default=10, ge=1, le=200, description="Most user turns.")
+    stop_signals: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_STOP_SIGNALS),
+        min_length=1,
+        description="Text in a user message that ends the episode.",
+    )
+    max_seconds: float = Field(default=300, gt=0, description="Wall-time limit of the episode.")
+
+
+class Task(Spec):
+    """One evaluation task: a scenario in a domain, start and end conditions, and checks."""
+
+    kind: Literal["task"] = Field(description="File kind.")
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", description="Unique task id.")
+    title: str = Field(description="One-line summary.")
+    level: int = Field(ge=1, le=3, description="Difficulty: 1 (basic) to 3 (hard).")
+    tags: list[str] = Field(default_factory=list, description="Labels for selecting tasks.")
+    domain: str = Field(description="Registered domain whose environment and tools are used.")
+    persona: PersonaRef = Field(description="A persona's name, or a persona written inline.")
+    scenario: Scenario = Field(description="The simulated user's goal and knowledge.")
+    start: Start = Field(default_factory=Start, description="Start conditions.")
+    end: End = Field(default_factory=End, description="End conditions.")
+    checks: list[Check] = Field(description="How the episode is graded.")
+
+    @field_validator("checks")
+    @classmethod
+    def _has_gating_check(cls, checks: list[Any]) -> list[Any]:
+        if not any(check.gates for check in checks):
+            raise ValueError(
+                "no hard, non-diagnostic check: a task that cannot fail would auto-pass"
+            )
+        return checks
