@@ -7,9 +7,12 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from harness.specs.load import Override
 
 app = typer.Typer(
     help="Evaluate LLM agents on YAML tasks with simulated users, graders and a CI gate.",
@@ -34,20 +37,17 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
-def split_overrides(overrides: list[str]) -> dict[str, list[str]]:
+def split_overrides(texts: list[str]) -> dict[str, list[Override]]:
     """Route `--set agent.x=1` and `--set task.y=2` to the specs they patch."""
-    from harness.specs.load import Location, SpecError
+    from harness.specs.load import Location, Override, SpecError
 
-    routed: dict[str, list[str]] = {scope: [] for scope in OVERRIDE_SCOPES}
-    for override in overrides:
-        scope, dot, rest = override.partition(".")
-        if scope not in routed or not dot:
-            raise SpecError.at(
-                Location(f"--set {override}"),
-                "",
-                "expected agent.FIELD=VALUE or task.FIELD=VALUE",
-            )
-        routed[scope].append(rest)
+    routed: dict[str, list[Override]] = {scope: [] for scope in OVERRIDE_SCOPES}
+    for text in texts:
+        scope, override = Override.parse(text).scoped()
+        if scope not in routed or not override.keys:
+            expected = " or ".join(f"{s}.FIELD=VALUE" for s in OVERRIDE_SCOPES)
+            raise SpecError.at(Location(f"--set {text}"), "", f"expected {expected}")
+        routed[str(scope)].append(override)
     return routed
 
 

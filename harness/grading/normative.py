@@ -9,11 +9,16 @@ from harness.transcript import Side, Transcript
 
 
 def grade(task: Task, transcript: Transcript) -> Verdict:
-    """Grade one episode. An episode that ended in error, or a gating check that could not
-    decide, gives an `error` verdict: excluded from pass rates, never counted as a fail."""
-    results = [run_check(check, transcript) for check in task.checks]
+    """Run every check of the task on one episode and decide its verdict."""
+    return decide(transcript, [run_check(check, transcript) for check in task.checks])
+
+
+def decide(transcript: Transcript, results: list[CheckResult]) -> Verdict:
+    """The verdict from check results. A failed hard check fails the task; otherwise an episode
+    that ended in error, or a hard check that could not decide, gives an `error` verdict:
+    excluded from pass rates and never counted as a fail."""
     base = {
-        "task_id": task.id,
+        "task_id": transcript.task_id,
         "trial": transcript.trial,
         "checks": results,
         "score": _score(results),
@@ -25,20 +30,17 @@ def grade(task: Task, transcript: Transcript) -> Verdict:
             error_side=transcript.error.side,
             reason=transcript.error.message,
         )
-    errored = [c for c in results if c.gates and c.outcome == "error"]
     failed = [c for c in results if c.gates and c.outcome == "fail"]
     if failed:
-        return Verdict(
-            **base, outcome="fail", reason="; ".join(f"{c.name}: {c.reason}" for c in failed)
-        )
+        return Verdict(**base, outcome="fail", reason=_reasons(failed))
+    errored = [c for c in results if c.gates and c.outcome == "error"]
     if errored:
-        return Verdict(
-            **base,
-            outcome="error",
-            error_side=Side.CHECKER,
-            reason="; ".join(f"{c.name}: {c.reason}" for c in errored),
-        )
+        return Verdict(**base, outcome="error", error_side=Side.CHECKER, reason=_reasons(errored))
     return Verdict(**base, outcome="pass", reason="all hard checks passed")
+
+
+def _reasons(results: list[CheckResult]) -> str:
+    return "; ".join(f"{c.name}: {c.reason}" for c in results)
 
 
 def _score(results: list[CheckResult]) -> float:

@@ -64,11 +64,13 @@ def register_provider(prefix: str) -> Callable[[ProviderFactory], ProviderFactor
     return decorator
 
 
-def create_model(ref: ModelRef | str, variables: dict[str, Any] | None = None) -> ChatModel:
+def create_model(
+    ref: ModelRef | str | dict[str, Any], variables: dict[str, Any] | None = None
+) -> ChatModel:
     """Build the model a reference names. `variables` feed the templates of scripted models."""
     from harness.models import scripted  # noqa: F401  (registers itself)
 
-    ref = ModelRef.model_validate(ref) if isinstance(ref, str) else ref
+    ref = ref if isinstance(ref, ModelRef) else ModelRef.model_validate(ref)
     prefix = ref.id.split("/", 1)[0]
     if prefix not in PROVIDERS:
         known = ", ".join(sorted(PROVIDERS))

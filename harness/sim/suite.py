@@ -14,6 +14,7 @@ from harness.specs.checks import ToolCalledCheck
 from harness.specs.load import (
     Loaded,
     Location,
+    Override,
     Problem,
     SpecError,
     display,
@@ -84,7 +85,7 @@ def task_files(paths: list[Path]) -> list[Path]:
 
 
 def load_suite(
-    paths: list[Path], personas_dir: Path | None = None, overrides: list[str] | None = None
+    paths: list[Path], personas_dir: Path | None = None, overrides: list[Override] | None = None
 ) -> list[TaskCase]:
     """Load and cross-check every task under `paths`; all problems are raised together."""
     problems: list[Problem] = []
@@ -114,7 +115,7 @@ def load_suite(
         except SpecError as exc:
             problems.extend(exc.problems)
     if problems:
-        raise SpecError(problems)
+        raise SpecError(list(dict.fromkeys(problems)))  # an override's error once, not per task
     return cases
 
 

@@ -5,19 +5,20 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
-from harness.specs.base import Spec
+from harness.specs.base import Shorthand, Spec
 
 # Fields that name or locate a variant but never reach the model; they are left out of its hash.
 UNHASHED_FIELDS = {"kind", "name", "description", "extends"}
 
 
-class ModelRef(Spec):
-    """Which model answers, as a provider string plus connection settings."""
+class ModelRef(Shorthand):
+    """Which model answers, as a provider string plus connection settings (a string is the id)."""
 
+    shorthand_field = "id"
     id: str = Field(
         description="Provider and model, e.g. 'openai/gpt-4.1-mini', "
         "'anthropic/claude-sonnet-4-5', 'local/smollm2', or 'scripted'."
@@ -31,11 +32,6 @@ class ModelRef(Spec):
     api_key_env: str | None = Field(
         default=None, description="Environment variable holding the API key (never the key)."
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_string(cls, data: Any) -> Any:
-        return {"id": data} if isinstance(data, str) else data
 
     @model_validator(mode="after")
     def _script_for_scripted(self) -> ModelRef:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -27,9 +27,11 @@ class Gate(Spec):
     alpha: float = Field(
         default=0.05, gt=0, lt=1, description="Significance level of the paired regression test."
     )
-    level_floors: dict[int, float] = Field(
-        default_factory=dict,
-        description="Lowest pass rate allowed per task level, e.g. {1: 0.9}.",
+    level_floors: dict[Annotated[int, Field(ge=1, le=3)], Annotated[float, Field(ge=0, le=1)]] = (
+        Field(
+            default_factory=dict,
+            description="Lowest pass rate allowed per task level, e.g. {1: 0.9}.",
+        )
     )
     regression_tags: list[str] = Field(
         default_factory=lambda: ["regression"],

@@ -129,7 +129,9 @@ def read_yaml(path: Path) -> tuple[Any, dict[PathKey, Location]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
-        message = " ".join(str(part) for part in (exc.context, exc.problem) if part)
+        message = str(exc.problem or exc.context)
+        if exc.context and exc.problem and exc.context_mark:
+            message += f" ({exc.context} at line {exc.context_mark.line + 1})"
         raise SpecError.at(Location(source, line, col), "", f"invalid YAML: {message}") from None
     except yaml.YAMLError as exc:
         raise SpecError.at(Location(source), "", f"invalid YAML: {exc}") from None
@@ -270,9 +272,16 @@ def _message(error: Any, model: type[BaseModel]) -> str:
         return f"unknown field '{unknown}'; {hint}" if allowed else f"unknown field '{unknown}'"
     if kind == "missing":
         return "required field is missing"
+    if kind == "union_tag_invalid":
+        ctx = error["ctx"]
+        field, expected = ctx["discriminator"].strip("'"), ctx["expected_tags"].replace("'", "")
+        return f"unknown {field} '{ctx['tag']}'; expected one of: {expected}"
     message = str(error["msg"])
     for prefix in ("Value error, ", "Assertion failed, "):
         message = message.removeprefix(prefix)
+    found = error.get("input")
+    if kind != "value_error" and isinstance(found, str | int | float | bool) and found != "":
+        message += f", found {found!r}"
     return message
 
 
@@ -295,6 +304,7 @@ def validate(
                     _nearest(positions, keys, default), format_path(keys), _message(error, model)
                 )
             )
+        problems.sort(key=lambda p: (p.location.line or 0, p.location.col or 0))
         raise SpecError(problems) from None
 
 
@@ -316,38 +326,57 @@ def deep_merge(base: Any, override: Any) -> Any:
     return merged
 
 
-def apply_overrides(
-    data: dict[str, Any], overrides: list[str], positions: dict[PathKey, Location]
-) -> dict[str, Any]:
-    """Apply `a.b=value` overrides (values parsed as YAML); record each as the value's location."""
-    data = copy.deepcopy(data)
-    for override in overrides:
-        where = Location(f"--set {override}")
-        key_text, sep, value_text = override.partition("=")
-        if not sep or not key_text.strip():
-            raise SpecError.at(where, "", "expected KEY.PATH=VALUE")
-        keys: PathKey = tuple(
-            int(part) if part.isdigit() else part for part in key_text.strip().split(".")
-        )
+@dataclass(frozen=True)
+class Override:
+    """One `--set KEY.PATH=VALUE`: the text as the user typed it, and what it sets."""
+
+    text: str
+    keys: PathKey
+    value: Any
+
+    @classmethod
+    def parse(cls, text: str) -> Override:
+        """Parse `a.b.0.c=value`; the value is read as YAML (`3` is a number, `[a]` a list)."""
+        key_text, sep, value_text = text.partition("=")
+        if not sep or not key_text.strip() or "" in key_text.strip().split("."):
+            raise SpecError.at(Location(f"--set {text}"), "", "expected KEY.PATH=VALUE")
         try:
             value = yaml.safe_load(value_text) if value_text.strip() else ""
         except yaml.YAMLError:
             value = value_text
+        keys = tuple(int(k) if k.isdigit() else k for k in key_text.strip().split("."))
+        return cls(text, keys, value)
+
+    def scoped(self) -> tuple[str | int, Override]:
+        """Split off the first key (a scope such as `agent` or a DAG node id)."""
+        return self.keys[0], Override(self.text, self.keys[1:], self.value)
+
+
+def apply_overrides(
+    data: dict[str, Any], overrides: list[Override], positions: dict[PathKey, Location]
+) -> dict[str, Any]:
+    """Apply overrides to a copy of `data`; each becomes the location of the values it wrote."""
+    data = copy.deepcopy(data)
+    for override in overrides:
+        where, keys = Location(f"--set {override.text}"), override.keys
+        if not keys:
+            raise SpecError.at(where, "", "expected KEY.PATH=VALUE")
         parent: Any = data
         for depth, key in enumerate(keys[:-1]):
             parent = _child(parent, key, keys[: depth + 1], where)
         last = keys[-1]
-        if isinstance(parent, list):
-            if not isinstance(last, int) or last >= len(parent):
-                raise SpecError.at(where, format_path(keys), "list index out of range")
-            parent[last] = value
-        elif isinstance(parent, dict):
-            parent[last] = value
+        in_list = isinstance(parent, list) and isinstance(last, int) and last < len(parent)
+        if in_list or isinstance(parent, dict):
+            parent[last] = override.value
+        elif isinstance(parent, list):
+            raise SpecError.at(where, format_path(keys), "no such list item")
         else:
-            raise SpecError.at(where, format_path(keys), "parent is not a mapping")
+            kind = type(parent).__name__
+            raise SpecError.at(where, format_path(keys), f"cannot set a field inside a {kind}")
         for path in [p for p in positions if p[: len(keys)] == keys]:
             del positions[path]
-        positions[keys] = where
+        for depth in range(1, len(keys) + 1):
+            positions.setdefault(keys[:depth], where)
     return data
 
 
@@ -359,7 +388,7 @@ def _child(parent: Any, key: str | int, path: PathKey, where: Location) -> Any:
     if isinstance(parent, list) and isinstance(key, int) and key < len(parent):
         return parent[key]
     kind = type(parent).__name__
-    raise SpecError.at(where, format_path(path), f"cannot set a field inside a {kind} value")
+    raise SpecError.at(where, format_path(path), f"cannot set a field inside a {kind}")
 
 
 # ---------------------------------------------------------------- files of each kind
@@ -390,7 +419,7 @@ def kind_of(path: Path, data: dict[str, Any], positions: dict[PathKey, Location]
     return kind
 
 
-def load_spec(path: Path, overrides: list[str] | None = None) -> Loaded[BaseModel]:
+def load_spec(path: Path, overrides: list[Override] | None = None) -> Loaded[BaseModel]:
     """Load any spec file, choosing the model from its `kind:`."""
     data, positions = read_mapping(path)
     kind = kind_of(path, data, positions)
@@ -426,7 +455,7 @@ def _relative_file(
     parent[keys[-1]] = str(target)
 
 
-def load_agent(path: Path, overrides: list[str] | None = None) -> Loaded[AgentVariant]:
+def load_agent(path: Path, overrides: list[Override] | None = None) -> Loaded[AgentVariant]:
     """Load an agent variant, resolving its `extends:` chain (child values win)."""
     chain: list[tuple[dict[str, Any], dict[PathKey, Location]]] = []
     seen: list[Path] = []
@@ -455,7 +484,7 @@ def load_agent(path: Path, overrides: list[str] | None = None) -> Loaded[AgentVa
     return Loaded(validate(AgentVariant, merged, merged_positions, path), path, merged_positions)
 
 
-def load_task(path: Path, overrides: list[str] | None = None) -> Loaded[Task]:
+def load_task(path: Path, overrides: list[Override] | None = None) -> Loaded[Task]:
     """Load a task; `start.state_file` is resolved against the task file and must be JSON."""
     data, positions = read_mapping(path)
     _expect_kind(path, data, positions, "task")
@@ -467,7 +496,7 @@ def load_task(path: Path, overrides: list[str] | None = None) -> Loaded[Task]:
     return Loaded(task, path, positions)
 
 
-def load_script(path: Path, overrides: list[str] | None = None) -> Loaded[Script]:
+def load_script(path: Path, overrides: list[Override] | None = None) -> Loaded[Script]:
     """Load the rules file of a `scripted` model."""
     data, positions = read_mapping(path)
     _expect_kind(path, data, positions, "script")
@@ -516,4 +545,9 @@ def json_schema(kind: str) -> dict[str, Any]:
         )
     schema = KINDS[kind].model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    if kind == "agent":  # a variant that `extends` another may leave out what it inherits
+        inherited = [field for field in schema["required"] if field not in ("kind", "name")]
+        schema["required"] = ["kind", "name"]
+        schema["if"] = {"not": {"required": ["extends"]}}
+        schema["then"] = {"required": inherited}
     return schema

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from harness.specs.base import Spec
+from harness.specs.base import Shorthand, Spec
 
 
 class ScriptedToolCall(Spec):
@@ -26,18 +26,14 @@ class ScriptedToolCall(Spec):
     arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments (templates).")
 
 
-class Reply(Spec):
-    """What the model answers when a rule fires."""
+class Reply(Shorthand):
+    """What the model answers when a rule fires (a string is the reply's text)."""
 
+    shorthand_field = "content"
     content: str = Field(default="", description="Text of the reply (a template).")
     tool_calls: list[ScriptedToolCall] = Field(
         default_factory=list, description="Tool calls to make."
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_text(cls, data: Any) -> Any:
-        return {"content": data} if isinstance(data, str) else data
 
     @model_validator(mode="after")
     def _not_empty(self) -> Reply:

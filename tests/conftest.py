@@ -1,0 +1,61 @@
+"""Shared test set-up: no network, the repository as working folder, a CLI runner."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.update(
+    WANDB_MODE="disabled",
+    WANDB_DISABLE_WEAVE="true",
+    WANDB_ERROR_REPORTING="false",
+    WANDB_SILENT="true",
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _in_repository(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bundled paths in tests and in expected messages are relative to the repository."""
+    monkeypatch.chdir(ROOT)
+
+
+@pytest.fixture
+def cli():
+    """Run the `harness` command in-process; returns click's Result (stdout, stderr, exit)."""
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(app, [str(a) for a in args])
+
+    return invoke
+
+
+def run_harness(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run `python -m harness` in a real subprocess, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **env},
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A copy of the bundled example folders that a test may edit freely."""
+    for folder in ("tasks", "personas", "agents"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    return tmp_path

@@ -1,0 +1,185 @@
+"""End to end: `harness run-eval` on the bundled support suite gives the expected verdicts,
+stores full transcripts, and is exactly repeatable."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from harness.specs.load import load_agent
+from harness.store import Store
+from tests.conftest import ROOT, run_harness
+
+BASELINE = "agents/support-baseline.yaml"
+CAREFUL = "agents/support-careful.yaml"
+
+# task -> (verdict, end reason, failed checks) for the production variant
+EXPECTED_BASELINE = {
+    "address-change": ("pass", "user_stop", []),
+    "cancel-processing": ("pass", "user_stop", []),
+    "dispute-handoff": ("pass", "agent_handoff", []),
+    "order-status": ("pass", "user_stop", []),
+    "out-of-scope": ("pass", "out_of_scope", []),
+    "refund-by-email": ("pass", "user_stop", []),
+    "refund-delivered": ("pass", "user_stop", []),
+    "refund-outside-window": ("fail", "user_stop", ["no refund attempted", "explains the window"]),
+}
+
+
+def run_eval(store: Path, agent: str = BASELINE, *extra: str):
+    done = run_harness(
+        "run-eval",
+        "--tasks",
+        "tasks/support",
+        "--agent",
+        agent,
+        "--store",
+        store,
+        *extra,
+        COLUMNS="200",
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def stored(store: Path) -> tuple[str, dict]:
+    with sqlite3.connect(store) as db:
+        [(run_id,)] = db.execute("SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT 1")
+    results = Store(store)
+    try:
+        verdicts = {v.task_id: v for v in results.latest_verdicts(run_id)}
+        transcripts = {t.task_id: t for t in results.transcripts(run_id)}
+    finally:
+        results.close()
+    return run_id, {task: (verdicts[task], transcripts[task]) for task in verdicts}
+
+
+def test_baseline_gives_the_expected_verdicts(tmp_path: Path) -> None:
+    store = tmp_path / "results.db"
+    done = run_eval(store)
+    _, episodes = stored(store)
+    observed = {
+        task: (v.outcome, t.end_reason.value, [c.name for c in v.failed_checks()])
+        for task, (v, t) in episodes.items()
+    }
+    assert observed == EXPECTED_BASELINE
+    variant_hash = load_agent(ROOT / BASELINE).spec.content_hash()
+    assert "pass rate 87.5% (7/8, 95% Wilson CI 52.9%-97.8%)" in done.stdout
+    assert f"agent support-baseline hash {variant_hash}" in done.stdout
+    [row] = [line for line in done.stdout.splitlines() if "│ refund-outside-window" in line]
+    assert "fail" in row and "no refund attempted, explains the window" in row
+
+
+def test_transcripts_are_complete_and_faithful(tmp_path: Path) -> None:
+    store = tmp_path / "results.db"
+    run_eval(store)
+    _, episodes = stored(store)
+    verdict, transcript = episodes["refund-by-email"]
+    assert [m.role for m in transcript.messages] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+    ]
+    assert [c.name for c in transcript.tool_calls()] == [
+        "find_customer",
+        "list_orders",
+        "get_order",
+        "issue_refund",
+    ]
+    assert transcript.final_state["orders"]["O-1006"]["status"] == "refunded"
+    assert transcript.final_state["refunds"][0]["amount"] == 34.99
+    assert transcript.messages[-1].content.endswith("###STOP###")
+    assert transcript.turns == 3 and transcript.persona == "confused"
+    assert transcript.usage.calls == 7 and transcript.user_usage.calls == 3
+    assert verdict.outcome == "pass" and len(verdict.checks) == 3
+
+
+def test_candidate_that_states_the_refund_policy_passes_everything(tmp_path: Path) -> None:
+    store = tmp_path / "results.db"
+    done = run_eval(store, CAREFUL)
+    _, episodes = stored(store)
+    assert {task: v.outcome for task, (v, _) in episodes.items()} == dict.fromkeys(
+        EXPECTED_BASELINE, "pass"
+    )
+    _, transcript = episodes["refund-outside-window"]
+    assert "outside our 30-day refund window" in transcript.assistant_texts()[-1]
+    assert "pass rate 100.0% (8/8" in done.stdout
+
+
+def test_runs_are_repeatable_and_accumulate_in_one_store(tmp_path: Path) -> None:
+    store = tmp_path / "results.db"
+    run_eval(store)
+    first_id, first = stored(store)
+    run_eval(store)
+    second_id, second = stored(store)
+    assert first_id != second_id
+    timing = {"started_at", "duration_s"}
+    for task in first:
+        assert first[task][0] == second[task][0]
+        assert first[task][1].model_dump(exclude=timing) == second[task][1].model_dump(
+            exclude=timing
+        )
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT COUNT(*) FROM runs WHERE status = 'done'").fetchone() == (2,)
+        assert db.execute("SELECT COUNT(*) FROM episodes").fetchone() == (16,)
+        assert db.execute("SELECT COUNT(*) FROM verdicts").fetchone() == (16,)
+        config = db.execute("SELECT config FROM runs WHERE id = ?", (first_id,)).fetchone()[0]
+    assert '"agent": "agents/support-baseline.yaml"' in config
+
+
+def test_task_override_changes_the_episode(tmp_path: Path) -> None:
+    store = tmp_path / "results.db"
+    run_harness(
+        "run-eval",
+        "--tasks",
+        "tasks/support/address-change.yaml",
+        "--agent",
+        BASELINE,
+        "--store",
+        store,
+        "--set",
+        "task.end.max_turns=1",
+    )
+    _, episodes = stored(store)
+    verdict, transcript = episodes["address-change"]
+    assert transcript.end_reason.value == "max_turns" and transcript.turns == 1
+    assert verdict.outcome == "fail"
+
+
+@pytest.mark.parametrize("trials", [3])
+def test_trials_run_each_task_several_times_with_distinct_seeds(
+    tmp_path: Path, trials: int
+) -> None:
+    store = tmp_path / "results.db"
+    run_harness(
+        "run-eval",
+        "--tasks",
+        "tasks/support/order-status.yaml",
+        "--agent",
+        BASELINE,
+        "--store",
+        store,
+        "--trials",
+        str(trials),
+    )
+    results = Store(store)
+    with sqlite3.connect(store) as db:
+        [(run_id,)] = db.execute("SELECT id FROM runs")
+    transcripts = list(results.transcripts(run_id))
+    results.close()
+    assert [t.trial for t in transcripts] == list(range(trials))
+    assert len({t.seed for t in transcripts}) == trials
