@@ -7,8 +7,18 @@ import sys
 
 from tests.conftest import ROOT, run_harness
 
-HEAVY = ("weave", "wandb", "scipy", "openai", "anthropic", "networkx", "docker", "pydantic",
-         "yaml", "sqlite3")
+HEAVY = (
+    "weave",
+    "wandb",
+    "scipy",
+    "openai",
+    "anthropic",
+    "networkx",
+    "docker",
+    "pydantic",
+    "yaml",
+    "sqlite3",
+)
 
 
 def test_help_lists_the_commands() -> None:

@@ -77,23 +77,11 @@ def test_transcripts_are_complete_and_faithful(tmp_path: Path) -> None:
     run_eval(store)
     _, episodes = stored(store)
     verdict, transcript = episodes["refund-by-email"]
-    assert [m.role for m in transcript.messages] == [
-        "user",
-        "assistant",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-        "tool",
-        "assistant",
-        "user",
-        "assistant",
-        "tool",
-        "assistant",
-        "tool",
-        "assistant",
-        "user",
-    ]
+    roles = " ".join(m.role for m in transcript.messages)
+    assert roles == (
+        "user assistant user assistant tool assistant tool assistant "
+        "user assistant tool assistant tool assistant user"
+    )
     assert [c.name for c in transcript.tool_calls()] == [
         "find_customer",
         "list_orders",

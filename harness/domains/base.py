@@ -11,6 +11,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from harness.registry import Registry
 from harness.transcript import ToolSpec
 
 
@@ -103,17 +104,14 @@ class Environment:
 
 
 E = TypeVar("E", bound=type[Environment])
-DOMAINS: dict[str, type[Environment]] = {}
+DOMAINS: Registry[type[Environment]] = Registry("domain", ("harness.domains.support",))
 
 
 def register_domain(cls: E) -> E:
     """Class decorator: make a domain available to tasks by its `domain` name."""
-    DOMAINS[cls.domain] = cls
-    return cls
+    return DOMAINS.register(cls.domain)(cls)
 
 
 def get_domain(name: str) -> type[Environment] | None:
-    """The environment class of a domain, loading the bundled domains on first use."""
-    from harness.domains import support  # noqa: F401  (registers itself)
-
+    """The environment class of a domain (bundled domains load on first use)."""
     return DOMAINS.get(name)

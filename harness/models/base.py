@@ -7,6 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.registry import Registry
 from harness.specs.agent import ModelRef
 from harness.transcript import Message, ToolSpec, Usage
 
@@ -51,28 +52,18 @@ class ChatModel(Protocol):
 
 
 ProviderFactory = Callable[[ModelRef, dict[str, Any]], ChatModel]
-PROVIDERS: dict[str, ProviderFactory] = {}
-
-
-def register_provider(prefix: str) -> Callable[[ProviderFactory], ProviderFactory]:
-    """Register a factory for model ids `prefix` or `prefix/<model>`."""
-
-    def decorator(factory: ProviderFactory) -> ProviderFactory:
-        PROVIDERS[prefix] = factory
-        return factory
-
-    return decorator
+PROVIDERS: Registry[ProviderFactory] = Registry("model provider", ("harness.models.scripted",))
+register_provider = PROVIDERS.register  # a factory for model ids `prefix` or `prefix/<model>`
 
 
 def create_model(
     ref: ModelRef | str | dict[str, Any], variables: dict[str, Any] | None = None
 ) -> ChatModel:
     """Build the model a reference names. `variables` feed the templates of scripted models."""
-    from harness.models import scripted  # noqa: F401  (registers itself)
-
     ref = ref if isinstance(ref, ModelRef) else ModelRef.model_validate(ref)
     prefix = ref.id.split("/", 1)[0]
-    if prefix not in PROVIDERS:
-        known = ", ".join(sorted(PROVIDERS))
+    factory = PROVIDERS.get(prefix)
+    if factory is None:
+        known = ", ".join(PROVIDERS.names())
         raise ModelError(f"unknown model provider '{prefix}' in '{ref.id}'; known: {known}")
-    return PROVIDERS[prefix](ref, variables or {})
+    return factory(ref, variables or {})

@@ -6,30 +6,26 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.grading.result import CheckResult, Outcome
+from harness.registry import Registry
 from harness.specs.checks import CheckBase
 from harness.transcript import Transcript
 
 Handler = Callable[[Any, Transcript], tuple[Outcome, str]]
-HANDLERS: dict[str, Handler] = {}
-
-
-def register_check(kind: str) -> Callable[[Handler], Handler]:
-    """Register the handler of a check kind: `(spec, transcript) -> (outcome, reason)`."""
-
-    def decorator(handler: Handler) -> Handler:
-        HANDLERS[kind] = handler
-        return handler
-
-    return decorator
+HANDLERS: Registry[Handler] = Registry(
+    "check kind",
+    tuple(f"harness.grading.checks.{kind}" for kind in ("state", "text", "tool_called")),
+)
+register_check = HANDLERS.register  # a handler: `(spec, transcript) -> (outcome, reason)`
 
 
 def run_check(spec: CheckBase, transcript: Transcript) -> CheckResult:
     """Run one check; a handler that raises gives an `error` result, never a fail."""
-    from harness.grading.checks import state, text, tool_called  # noqa: F401  (register)
-
     kind: str = spec.kind  # type: ignore[attr-defined]
+    handler = HANDLERS.get(kind)
     try:
-        outcome, reason = HANDLERS[kind](spec, transcript)
+        if handler is None:
+            raise LookupError(f"no handler registered for check kind '{kind}'")
+        outcome, reason = handler(spec, transcript)
     except Exception as exc:
         outcome, reason = "error", f"check crashed: {type(exc).__name__}: {exc}"
     return CheckResult(
