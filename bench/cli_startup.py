@@ -29,8 +29,17 @@ def main() -> None:
     baseline = timed([sys.executable, "-c", "pass"], repeats)
     cases = {
         "harness --help": [sys.executable, "-m", "harness", "--help"],
-        "harness validate (bundle)": [sys.executable, "-m", "harness", "validate", "tasks",
-                                      "personas", "agents", "dags", "ci"],
+        "harness validate (bundle)": [
+            sys.executable,
+            "-m",
+            "harness",
+            "validate",
+            "tasks",
+            "personas",
+            "agents",
+            "dags",
+            "ci",
+        ],
     }
     print(f"{'command':<28} {'median s':>9} {'x python':>9}")
     print(f"{'python -c pass':<28} {baseline:9.3f} {1.0:9.1f}")

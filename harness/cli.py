@@ -3,6 +3,7 @@ imported inside the commands so that `harness --help` stays fast."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,11 +66,21 @@ def run_eval(
         list[str] | None,
         typer.Option("--set", help="Override a field: agent.PATH=VALUE or task.PATH=VALUE."),
     ] = None,
+    cache: Annotated[Path, typer.Option(help="Response cache file.")] = Path(".harness/cache.db"),
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Neither read nor write the cache.")
+    ] = False,
+    prices: Annotated[
+        Path | None, typer.Option(help="YAML of USD per million tokens, over the bundled prices.")
+    ] = None,
+    timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per model call.")] = 60.0,
+    retries: Annotated[int, typer.Option(min=0, help="Retries of a failed model call.")] = 4,
 ) -> None:
     """Run every task as a simulated episode against an agent variant and print a summary."""
     import asyncio
 
     from harness.evaluate import evaluate
+    from harness.models import CallPolicy, ModelRuntime, PriceTable, ResponseCache
     from harness.report.terminal import print_summary
     from harness.sim.suite import check_variant, load_suite
     from harness.specs.load import load_agent
@@ -80,6 +91,12 @@ def run_eval(
         variant = load_agent(agent, routed["agent"])
         cases = load_suite(tasks, personas, routed["task"])
         check_variant(variant, cases)
+        price_table = PriceTable(prices)
+    runtime = ModelRuntime(
+        cache=None if no_cache else ResponseCache(cache),
+        prices=price_table,
+        policy=CallPolicy(timeout_s=timeout, max_retries=retries),
+    )
     config = {
         "tasks": [str(p) for p in tasks],
         "agent": str(agent),
@@ -91,12 +108,19 @@ def run_eval(
     try:
         summary = asyncio.run(
             evaluate(
-                cases, variant.spec, results, trials=trials, concurrency=concurrency, config=config
+                cases,
+                variant.spec,
+                results,
+                trials=trials,
+                concurrency=concurrency,
+                config=config,
+                runtime=runtime,
             )
         )
     finally:
         results.close()
-    print_summary(summary, str(store))
+        runtime.close()
+    print_summary(summary, str(store), unpriced=sorted(price_table.unpriced))
 
 
 @app.command()
@@ -128,6 +152,47 @@ def validate(
     typer.echo(f"{len(files) - failed} valid, {failed} invalid", err=bool(problems))
     if problems:
         raise typer.Exit(2)
+
+
+@app.command("fake-server")
+def fake_server(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8000,
+    script: Annotated[
+        Path | None, typer.Option(help="Rules file of replies (default: echo).")
+    ] = None,
+    latency: Annotated[float, typer.Option(min=0, help="Seconds before each reply.")] = 0.0,
+    fail_429: Annotated[float, typer.Option(min=0, max=1, help="Rate of 429 replies.")] = 0.0,
+    fail_500: Annotated[float, typer.Option(min=0, max=1, help="Rate of 500 replies.")] = 0.0,
+    hang: Annotated[float, typer.Option(min=0, max=1, help="Rate of hung connections.")] = 0.0,
+    malformed: Annotated[float, typer.Option(min=0, max=1, help="Rate of broken JSON.")] = 0.0,
+    retry_after: Annotated[float, typer.Option(min=0, help="Retry-After of a 429.")] = 0.05,
+    seed: Annotated[int, typer.Option(help="Seed of the fault draws.")] = 0,
+) -> None:
+    """Serve scripted replies over the OpenAI and Anthropic wire protocols, with faults."""
+    import asyncio
+
+    from harness.specs.load import load_script
+    from harness.testing.fake_server import FakeServer, Faults
+
+    with user_errors():
+        rules = load_script(script).spec if script else None
+    faults = Faults(
+        rate_429=fail_429,
+        rate_500=fail_500,
+        rate_hang=hang,
+        rate_malformed=malformed,
+        retry_after_s=retry_after,
+        seed=seed,
+    )
+    server = FakeServer(rules, latency_s=latency, faults=faults, port=port)
+
+    async def serve() -> None:
+        await server.start()
+        typer.echo(f"serving OpenAI and Anthropic protocols at {server.url}", err=True)
+        await asyncio.Event().wait()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
 
 
 @app.command()

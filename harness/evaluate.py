@@ -9,13 +9,13 @@ from typing import Any
 
 from harness.grading.normative import grade
 from harness.grading.result import Verdict
-from harness.models import create_model
+from harness.models import ModelRuntime
 from harness.sim.agent import LLMAgent
 from harness.sim.episode import EpisodeSpec, run_episode
 from harness.sim.suite import TaskCase
 from harness.specs.agent import AgentVariant
 from harness.store import Store
-from harness.transcript import Transcript
+from harness.transcript import Transcript, Usage
 
 
 def episode_seed(task_id: str, trial: int) -> int:
@@ -33,6 +33,8 @@ class EpisodeRow:
     turns: int
     end_reason: str
     verdict: Verdict
+    usage: Usage
+    user_usage: Usage
 
 
 @dataclass
@@ -52,12 +54,14 @@ async def evaluate(
     trials: int = 1,
     concurrency: int = 8,
     config: dict[str, Any] | None = None,
+    runtime: ModelRuntime | None = None,
 ) -> RunSummary:
     """Play `trials` episodes of every task (at most `concurrency` at once), grade and store
     each one as it finishes."""
+    runtime = runtime or ModelRuntime()
     variant_hash = variant.content_hash()
     run_id = store.new_run(variant.name, variant_hash, config or {})
-    agent = LLMAgent(variant, create_model(variant.model))
+    agent = LLMAgent(variant, runtime.model(variant.model, role="agent"))
     summary = RunSummary(run_id, variant.name, variant_hash)
     limit = asyncio.Semaphore(concurrency)
 
@@ -71,24 +75,30 @@ async def evaluate(
                 initial_state=case.state,
                 trial=trial,
                 seed=episode_seed(case.task.id, trial),
+                runtime=runtime,
             )
             return case, await run_episode(spec)
 
     jobs = [one(case, trial) for case in cases for trial in range(trials)]
-    for finished in asyncio.as_completed(jobs):
-        case, transcript = await finished
-        verdict = grade(case.task, transcript)
-        store.add_episode(run_id, transcript, verdict)
-        summary.rows.append(
-            EpisodeRow(
-                case.task.id,
-                case.task.level,
-                transcript.trial,
-                transcript.turns,
-                transcript.end_reason.value,
-                verdict,
+    try:
+        for finished in asyncio.as_completed(jobs):
+            case, transcript = await finished
+            verdict = grade(case.task, transcript)
+            store.add_episode(run_id, transcript, verdict)
+            summary.rows.append(
+                EpisodeRow(
+                    case.task.id,
+                    case.task.level,
+                    transcript.trial,
+                    transcript.turns,
+                    transcript.end_reason.value,
+                    verdict,
+                    transcript.usage,
+                    transcript.user_usage,
+                )
             )
-        )
+    finally:
+        await runtime.aclose()
     summary.rows.sort(key=lambda row: (row.task_id, row.trial))
     store.finish_run(run_id)
     return summary

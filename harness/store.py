@@ -1,5 +1,7 @@
 """The results store: runs, episodes (full transcripts) and verdicts in one SQLite file.
 
+Everything is redacted on the way in: an API key never reaches the file.
+
 Episodes and verdicts are written as they finish, so a crash loses nothing already done and a
 large run is never held in memory.
 """
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.grading.result import Verdict
+from harness.secrets import redact
 from harness.transcript import Transcript
 
 DEFAULT_STORE = Path(".harness/results.db")
@@ -94,7 +97,14 @@ class Store:
         run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
         self.db.execute(
             "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
-            (run_id, _now(), variant, variant_hash, json.dumps(config, sort_keys=True), "running"),
+            (
+                run_id,
+                _now(),
+                variant,
+                variant_hash,
+                redact(json.dumps(config, sort_keys=True)),
+                "running",
+            ),
         )
         self.db.commit()
         return run_id
@@ -114,7 +124,7 @@ class Store:
                     transcript.trial,
                     transcript.end_reason.value,
                     transcript.turns,
-                    transcript.model_dump_json(),
+                    redact(transcript.model_dump_json()),
                 ),
             )
             self._insert_verdict(run_id, verdict)
@@ -130,7 +140,7 @@ class Store:
                 verdict.outcome,
                 verdict.score,
                 _now(),
-                verdict.model_dump_json(),
+                redact(verdict.model_dump_json()),
             ),
         )
 

@@ -66,10 +66,12 @@ class Usage(BaseModel):
     output_tokens: int = Field(default=0, description="Completion tokens.")
     cost_usd: float = Field(default=0.0, description="Cost in US dollars.")
     latency_s: float = Field(default=0.0, description="Summed wall time of the calls in seconds.")
+    cached_calls: int = Field(default=0, description="Calls answered from the response cache.")
 
     def add(self, other: Usage) -> None:
         """Accumulate another usage record into this one."""
         self.calls += other.calls
+        self.cached_calls += other.cached_calls
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.cost_usd += other.cost_usd

@@ -18,7 +18,7 @@ from harness.specs.load import Override, load_agent
 from harness.specs.persona import Persona
 from harness.specs.script import Script
 from harness.transcript import EndReason, Message, Side, ToolSpec, Transcript
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SCRIPTED
 
 
 def case(task_id: str, *overrides: str) -> TaskCase:
@@ -29,7 +29,8 @@ def case(task_id: str, *overrides: str) -> TaskCase:
 
 
 def agent(model: Any = None) -> LLMAgent:
-    variant = load_agent(ROOT / "agents/support-baseline.yaml").spec
+    scripted = Override.parse(SCRIPTED).scoped()[1]
+    variant = load_agent(ROOT / "agents/support-baseline.yaml", [scripted]).spec
     return LLMAgent(variant, model or create_model(variant.model))
 
 

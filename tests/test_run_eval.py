@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.specs.load import load_agent
+from harness.specs.load import Override, load_agent
 from harness.store import Store
-from tests.conftest import ROOT, run_harness
+from tests.conftest import ROOT, SCRIPTED, run_harness
 
 BASELINE = "agents/support-baseline.yaml"
 CAREFUL = "agents/support-careful.yaml"
@@ -37,6 +37,8 @@ def run_eval(store: Path, agent: str = BASELINE, *extra: str):
         agent,
         "--store",
         store,
+        "--set",
+        SCRIPTED,
         *extra,
         COLUMNS="200",
     )
@@ -65,7 +67,8 @@ def test_baseline_gives_the_expected_verdicts(tmp_path: Path) -> None:
         for task, (v, t) in episodes.items()
     }
     assert observed == EXPECTED_BASELINE
-    variant_hash = load_agent(ROOT / BASELINE).spec.content_hash()
+    scripted = Override.parse(SCRIPTED).scoped()[1]
+    variant_hash = load_agent(ROOT / BASELINE, [scripted]).spec.content_hash()
     assert "pass rate 87.5% (7/8, 95% Wilson CI 52.9%-97.8%)" in done.stdout
     assert f"agent support-baseline hash {variant_hash}" in done.stdout
     [row] = [line for line in done.stdout.splitlines() if "│ refund-outside-window" in line]
@@ -115,7 +118,12 @@ def test_runs_are_repeatable_and_accumulate_in_one_store(tmp_path: Path) -> None
     run_eval(store)
     second_id, second = stored(store)
     assert first_id != second_id
-    timing = {"started_at", "duration_s"}
+    timing = {
+        "started_at": True,
+        "duration_s": True,
+        "usage": {"latency_s"},
+        "user_usage": {"latency_s"},
+    }
     for task in first:
         assert first[task][0] == second[task][0]
         assert first[task][1].model_dump(exclude=timing) == second[task][1].model_dump(
@@ -141,6 +149,8 @@ def test_task_override_changes_the_episode(tmp_path: Path) -> None:
         store,
         "--set",
         "task.end.max_turns=1",
+        "--set",
+        SCRIPTED,
     )
     _, episodes = stored(store)
     verdict, transcript = episodes["address-change"]
@@ -163,6 +173,8 @@ def test_trials_run_each_task_several_times_with_distinct_seeds(
         store,
         "--trials",
         str(trials),
+        "--set",
+        SCRIPTED,
     )
     results = Store(store)
     with sqlite3.connect(store) as db:

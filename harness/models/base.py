@@ -8,18 +8,20 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.registry import Registry
+from harness.secrets import redact
 from harness.specs.agent import ModelRef
 from harness.transcript import Message, ToolSpec, Usage
 
 
 class CompletionParams(BaseModel):
-    """Generation settings of one call. `seed` carries the trial so repeated trials differ."""
+    """Generation settings of one call. `trial` keeps repeated trials apart in the cache."""
 
     model_config = ConfigDict(extra="forbid")
 
     temperature: float = Field(default=0.0, description="Sampling temperature.")
     max_tokens: int = Field(default=1024, description="Most tokens in the reply.")
-    seed: int = Field(default=0, description="Seed; distinct per trial.")
+    seed: int = Field(default=0, description="Sampling seed, where the provider takes one.")
+    trial: int = Field(default=0, description="Trial index of the episode making the call.")
 
 
 class Completion(BaseModel):
@@ -33,11 +35,14 @@ class Completion(BaseModel):
 
 
 class ModelError(Exception):
-    """A model call that failed; `retryable` errors are worth another attempt."""
+    """A model call that failed. `retryable` errors (429, 5xx, timeouts, dropped connections,
+    malformed replies) are worth another attempt, after `retry_after` seconds when the server
+    said so. The message is redacted: it never carries an API key."""
 
-    def __init__(self, message: str, retryable: bool = False):
-        super().__init__(message)
+    def __init__(self, message: str, retryable: bool = False, retry_after: float | None = None):
+        super().__init__(redact(message))
         self.retryable = retryable
+        self.retry_after = retry_after
 
 
 @runtime_checkable
@@ -52,18 +57,13 @@ class ChatModel(Protocol):
 
 
 ProviderFactory = Callable[[ModelRef, dict[str, Any]], ChatModel]
-PROVIDERS: Registry[ProviderFactory] = Registry("model provider", ("harness.models.scripted",))
-register_provider = PROVIDERS.register  # a factory for model ids `prefix` or `prefix/<model>`
-
-
-def create_model(
-    ref: ModelRef | str | dict[str, Any], variables: dict[str, Any] | None = None
-) -> ChatModel:
-    """Build the model a reference names. `variables` feed the templates of scripted models."""
-    ref = ref if isinstance(ref, ModelRef) else ModelRef.model_validate(ref)
-    prefix = ref.id.split("/", 1)[0]
-    factory = PROVIDERS.get(prefix)
-    if factory is None:
-        known = ", ".join(PROVIDERS.names())
-        raise ModelError(f"unknown model provider '{prefix}' in '{ref.id}'; known: {known}")
-    return factory(ref, variables or {})
+PROVIDERS: Registry[ProviderFactory] = Registry(
+    "model provider",
+    tuple(
+        f"harness.models.{name}"
+        for name in ("scripted", "openai_provider", "anthropic_provider", "local")
+    ),
+)
+# A factory `(ref, options) -> ChatModel` for model ids `prefix` or `prefix/<model>`; options
+# carry `timeout_s` and, for scripted models, template `variables`.
+register_provider = PROVIDERS.register

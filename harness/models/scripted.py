@@ -168,10 +168,9 @@ def _text(value: Any) -> str:
 
 
 @register_provider("scripted")
-def _scripted(ref: ModelRef, variables: dict[str, Any]) -> ChatModel:
+def _scripted(ref: ModelRef, options: dict[str, Any]) -> ChatModel:
     from harness.specs.load import load_script
 
     assert ref.script is not None  # ModelRef guarantees a script for 'scripted'
-    return ScriptedModel(
-        load_script(Path(ref.script)).spec, variables, name=f"scripted:{Path(ref.script).stem}"
-    )
+    script = load_script(Path(ref.script)).spec
+    return ScriptedModel(script, options.get("variables"), name=f"scripted:{Path(ref.script).stem}")

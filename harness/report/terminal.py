@@ -9,12 +9,19 @@ from rich.table import Table
 
 from harness.evaluate import RunSummary
 from harness.stats import wilson_interval
+from harness.transcript import Usage
 
 STYLES = {"pass": "green", "fail": "red", "error": "yellow"}
 
 
-def print_summary(summary: RunSummary, store_path: str, console: Console | None = None) -> None:
-    """Per task: verdict, turns, end reason, failed checks; then the pass rate with its interval."""
+def print_summary(
+    summary: RunSummary,
+    store_path: str,
+    unpriced: list[str] | None = None,
+    console: Console | None = None,
+) -> None:
+    """Per task: verdict, turns, end reason, failed checks; then the pass rate with its interval,
+    tokens and cost."""
     console = console or Console()
     table = Table(title=f"Run {summary.run_id}", title_justify="left")
     show_trial = any(row.trial for row in summary.rows)
@@ -56,5 +63,16 @@ def print_summary(summary: RunSummary, store_path: str, console: Console | None 
         f"{low:.1%}-{high:.1%})"
         + (f"; [yellow]{counts['error']} error(s) excluded[/yellow]" if counts["error"] else "")
     )
+    for role, attribute in (("agent", "usage"), ("user simulator", "user_usage")):
+        total = Usage()
+        for row in summary.rows:
+            total.add(getattr(row, attribute))
+        cached = f", {total.cached_calls} from cache" if total.cached_calls else ""
+        console.print(
+            f"{role}: {total.calls} model calls{cached}, {total.input_tokens:,} input and "
+            f"{total.output_tokens:,} output tokens, ${total.cost_usd:.4f}"
+        )
+    if unpriced:
+        console.print(f"[yellow]no price known for {', '.join(unpriced)}: counted as $0[/yellow]")
     console.print(f"agent [bold]{summary.variant}[/bold] hash {summary.variant_hash}")
     console.print(f"stored in {store_path} as run {summary.run_id}")

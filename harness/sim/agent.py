@@ -18,7 +18,9 @@ class LLMAgent:
         self.model = model
         self.system_prompt = variant.full_system_prompt()
 
-    async def respond(self, messages: list[Message], env: Environment, seed: int) -> Usage:
+    async def respond(
+        self, messages: list[Message], env: Environment, seed: int = 0, trial: int = 0
+    ) -> Usage:
         """Append the agent's messages for this turn to `messages`; return the usage."""
         usage = Usage()
         tools = env.tool_specs(self.variant.tools)
@@ -26,6 +28,7 @@ class LLMAgent:
             temperature=self.variant.parameters.temperature,
             max_tokens=self.variant.parameters.max_tokens,
             seed=seed,
+            trial=trial,
         )
         for _ in range(self.variant.parameters.max_tool_steps):
             prompt = [Message(role="system", content=self.system_prompt), *messages]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from harness.models import ModelRuntime
 from harness.sim.agent import LLMAgent
 from harness.sim.env import make_environment
 from harness.sim.user import GREETING, UserSimulator
@@ -48,6 +49,7 @@ class EpisodeSpec:
     initial_state: dict[str, Any]
     trial: int = 0
     seed: int = 0
+    runtime: ModelRuntime = field(default_factory=ModelRuntime)
 
 
 def stop_reason(text: str, signals: list[str]) -> EndReason | None:
@@ -74,7 +76,9 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
         except Exception as exc:
             raise _SideFailed(Side.ENVIRONMENT, exc) from exc
         state = env.state
-        user = UserSimulator(spec.persona, task.scenario, task.end.stop_signals, spec.seed)
+        user = UserSimulator(
+            spec.persona, task.scenario, task.end.stop_signals, spec.runtime, spec.seed, spec.trial
+        )
 
         async def user_says() -> EndReason | None:
             try:
@@ -93,7 +97,7 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
                 return ended
         while True:
             try:
-                agent_usage.add(await spec.agent.respond(messages, env, spec.seed))
+                agent_usage.add(await spec.agent.respond(messages, env, spec.seed, spec.trial))
             except Exception as exc:
                 raise _SideFailed(Side.AGENT, exc) from exc
             turns += 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.models import ChatModel, CompletionParams, ModelError, create_model
+from harness.models import ChatModel, CompletionParams, ModelError, ModelRuntime
 from harness.models.scripted import ScriptedModel
 from harness.specs.persona import Persona
 from harness.specs.script import Script
@@ -67,17 +67,25 @@ If you run out of patience after {persona.patience} replies, give up."""
 class UserSimulator:
     """Plays one persona in one scenario; `reply` gives the user's next message."""
 
-    def __init__(self, persona: Persona, scenario: Scenario, stop_signals: list[str], seed: int):
+    def __init__(
+        self,
+        persona: Persona,
+        scenario: Scenario,
+        stop_signals: list[str],
+        runtime: ModelRuntime,
+        seed: int = 0,
+        trial: int = 0,
+    ):
         self.persona = persona
         self.system_prompt = user_system_prompt(persona, scenario, stop_signals)
-        self.params = CompletionParams(temperature=persona.temperature, seed=seed)
+        self.params = CompletionParams(temperature=persona.temperature, seed=seed, trial=trial)
         self.model: ChatModel
         if persona.model == "scripted":
             script = Script(kind="script", rules=persona.scripted_turns)
             variables = {"known": scenario.known_info}
             self.model = ScriptedModel(script, variables, name=f"persona:{persona.name}")
         else:
-            self.model = create_model(persona.model)
+            self.model = runtime.model(persona.model, role="user simulator")
 
     async def reply(self, messages: list[Message]) -> UserTurn:
         """The user's next message given the conversation so far."""

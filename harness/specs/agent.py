@@ -5,14 +5,21 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from harness.specs.base import Shorthand, Spec
 
-# Fields that name or locate a variant but never reach the model; they are left out of its hash.
-UNHASHED_FIELDS = {"kind", "name", "description", "extends"}
+# Fields that name or locate a variant, or tune how calls are made, but never change what the
+# model receives; they are left out of its hash.
+UNHASHED_FIELDS: dict[str, Any] = {
+    "kind": True,
+    "name": True,
+    "description": True,
+    "extends": True,
+    "model": {"api_key_env", "max_concurrency"},
+}
 
 
 class ModelRef(Shorthand):
@@ -31,6 +38,14 @@ class ModelRef(Shorthand):
     )
     api_key_env: str | None = Field(
         default=None, description="Environment variable holding the API key (never the key)."
+    )
+    max_concurrency: int | None = Field(
+        default=None, ge=1, description="Most calls in flight to this endpoint at once."
+    )
+    sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="For 'local/<path.gguf>': checksum the model file must have.",
     )
 
     @model_validator(mode="after")

