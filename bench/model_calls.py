@@ -21,8 +21,8 @@ from pathlib import Path
 
 os.environ.setdefault("OPENAI_API_KEY", "bench-not-a-real-key")
 
-from harness.models import CallPolicy, CompletionParams, ModelRuntime, ResponseCache  # noqa: E402
-from harness.transcript import Message  # noqa: E402
+from harness.models import CallPolicy, CompletionParams, ModelRuntime, ResponseCache
+from harness.transcript import Message
 
 SETTINGS = {"a": (0.05, 100), "b": (0.2, 20)}
 

@@ -69,7 +69,7 @@ def test_a_file_that_fails_its_checksum_is_never_loaded(tmp_path: Path) -> None:
 
 
 def test_unknown_local_name_is_a_clear_error() -> None:
-    with pytest.raises(ModelError, match="local/giant: unknown local model; use one of smollm2"):
+    with pytest.raises(ModelError, match=r"local/giant: unknown local model; use one of smollm2"):
         ModelRuntime().model("local/giant", "agent")
 
 

@@ -262,7 +262,7 @@ def test_cost_from_the_price_table_and_an_override(tmp_path: Path) -> None:
 
 def test_missing_key_for_a_hosted_model_is_a_clear_error(monkeypatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(ModelError, match="openai/gpt-4.1-mini: set OPENAI_API_KEY"):
+    with pytest.raises(ModelError, match=r"openai/gpt-4\.1-mini: set OPENAI_API_KEY"):
         ModelRuntime().model("openai/gpt-4.1-mini", "agent")
 
 
