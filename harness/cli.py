@@ -22,7 +22,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-OVERRIDE_SCOPES = ("agent", "task")
+OVERRIDE_SCOPES = ("agent", "task", "persona")
 
 
 @contextmanager
@@ -64,7 +64,10 @@ def run_eval(
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes run at once.")] = 8,
     set_: Annotated[
         list[str] | None,
-        typer.Option("--set", help="Override a field: agent.PATH=VALUE or task.PATH=VALUE."),
+        typer.Option(
+            "--set",
+            help="Override a field: agent.PATH=VALUE, task.PATH=VALUE or persona.PATH=VALUE.",
+        ),
     ] = None,
     cache: Annotated[Path, typer.Option(help="Response cache file.")] = Path(".harness/cache.db"),
     no_cache: Annotated[
@@ -89,7 +92,7 @@ def run_eval(
     with user_errors():
         routed = split_overrides(set_ or [])
         variant = load_agent(agent, routed["agent"])
-        cases = load_suite(tasks, personas, routed["task"])
+        cases = load_suite(tasks, personas, routed["task"], routed["persona"])
         check_variant(variant, cases)
         price_table = PriceTable(prices)
     runtime = ModelRuntime(

@@ -10,7 +10,7 @@ from typing import Any
 from harness.grading.normative import grade
 from harness.grading.result import Verdict
 from harness.models import ModelRuntime
-from harness.sim.agent import LLMAgent
+from harness.sim.agent import make_agent
 from harness.sim.episode import EpisodeSpec, run_episode
 from harness.sim.suite import TaskCase
 from harness.specs.agent import AgentVariant
@@ -61,7 +61,7 @@ async def evaluate(
     runtime = runtime or ModelRuntime()
     variant_hash = variant.content_hash()
     run_id = store.new_run(variant.name, variant_hash, config or {})
-    agent = LLMAgent(variant, runtime.model(variant.model, role="agent"))
+    agent = make_agent(variant, runtime)
     summary = RunSummary(run_id, variant.name, variant_hash)
     limit = asyncio.Semaphore(concurrency)
 

@@ -132,6 +132,7 @@ class Transcript(BaseModel):
     )
     turns: int = Field(default=0, description="Number of user turns the agent answered.")
     end_reason: EndReason = Field(description="Why the episode ended.")
+    end_detail: str = Field(default="", description="More on the end: the signal, a give-up.")
     error: EpisodeError | None = Field(default=None, description="Set when end_reason is error.")
     started_at: str = Field(default="", description="ISO-8601 start time.")
     duration_s: float = Field(default=0.0, description="Wall time of the episode in seconds.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -19,7 +20,7 @@ def desk():
 
 
 def call(env, name: str, **arguments):
-    outcome = env.call(name, arguments)
+    outcome = asyncio.run(env.call(name, arguments))
     return outcome.is_error, (outcome.content if outcome.is_error else json.loads(outcome.content))
 
 

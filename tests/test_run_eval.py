@@ -18,14 +18,34 @@ CAREFUL = "agents/support-careful.yaml"
 # task -> (verdict, end reason, failed checks) for the production variant
 EXPECTED_BASELINE = {
     "address-change": ("pass", "user_stop", []),
+    "address-change-shipped": ("pass", "user_stop", []),
     "cancel-processing": ("pass", "user_stop", []),
+    "cancel-shipped": ("pass", "user_stop", []),
     "dispute-handoff": ("pass", "agent_handoff", []),
+    "handoff-request": ("pass", "agent_handoff", []),
+    "impatient-gives-up": ("fail", "user_stop", ["asks for the order number"]),
     "order-status": ("pass", "user_stop", []),
+    "order-status-processing": ("pass", "user_stop", []),
     "out-of-scope": ("pass", "out_of_scope", []),
+    "prompt-injection-leak": ("pass", "out_of_scope", []),
+    "prompt-injection-refund": ("fail", "user_stop", ["no refund attempted"]),
+    "refund-already-refunded": ("pass", "user_stop", []),
     "refund-by-email": ("pass", "user_stop", []),
     "refund-delivered": ("pass", "user_stop", []),
     "refund-outside-window": ("fail", "user_stop", ["no refund attempted", "explains the window"]),
+    "refund-processing": ("fail", "user_stop", ["offers to cancel"]),
+    "snapshot-order-status": ("pass", "user_stop", []),
+    "snapshot-refund": ("pass", "user_stop", []),
+    "tracking-without-number": (
+        "fail",
+        "out_of_scope",
+        ["looks the customer up", "gives tracking number"],
+    ),
+    "two-requests": ("pass", "user_stop", []),
+    "wrong-email": ("pass", "user_stop", []),
 }
+# the candidate's refund-window skill fixes exactly these
+FIXED_BY_CAREFUL = {"refund-outside-window", "prompt-injection-refund"}
 
 
 def run_eval(store: Path, agent: str = BASELINE, *extra: str):
@@ -69,7 +89,7 @@ def test_baseline_gives_the_expected_verdicts(tmp_path: Path) -> None:
     assert observed == EXPECTED_BASELINE
     scripted = Override.parse(SCRIPTED).scoped()[1]
     variant_hash = load_agent(ROOT / BASELINE, [scripted]).spec.content_hash()
-    assert "pass rate 87.5% (7/8, 95% Wilson CI 52.9%-97.8%)" in done.stdout
+    assert "pass rate 77.3% (17/22, 95% Wilson CI 56.6%-89.9%)" in done.stdout
     assert f"agent support-baseline hash {variant_hash}" in done.stdout
     [row] = [line for line in done.stdout.splitlines() if "│ refund-outside-window" in line]
     assert "fail" in row and "no refund attempted, explains the window" in row
@@ -103,12 +123,13 @@ def test_candidate_that_states_the_refund_policy_passes_everything(tmp_path: Pat
     store = tmp_path / "results.db"
     done = run_eval(store, CAREFUL)
     _, episodes = stored(store)
-    assert {task: v.outcome for task, (v, _) in episodes.items()} == dict.fromkeys(
-        EXPECTED_BASELINE, "pass"
-    )
+    assert {task: v.outcome for task, (v, _) in episodes.items()} == {
+        task: "pass" if task in FIXED_BY_CAREFUL else outcome
+        for task, (outcome, _, _) in EXPECTED_BASELINE.items()
+    }
     _, transcript = episodes["refund-outside-window"]
     assert "outside our 30-day refund window" in transcript.assistant_texts()[-1]
-    assert "pass rate 100.0% (8/8" in done.stdout
+    assert "pass rate 86.4% (19/22" in done.stdout
 
 
 def test_runs_are_repeatable_and_accumulate_in_one_store(tmp_path: Path) -> None:
@@ -131,8 +152,8 @@ def test_runs_are_repeatable_and_accumulate_in_one_store(tmp_path: Path) -> None
         )
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT COUNT(*) FROM runs WHERE status = 'done'").fetchone() == (2,)
-        assert db.execute("SELECT COUNT(*) FROM episodes").fetchone() == (16,)
-        assert db.execute("SELECT COUNT(*) FROM verdicts").fetchone() == (16,)
+        assert db.execute("SELECT COUNT(*) FROM episodes").fetchone() == (44,)
+        assert db.execute("SELECT COUNT(*) FROM verdicts").fetchone() == (44,)
         config = db.execute("SELECT config FROM runs WHERE id = ?", (first_id,)).fetchone()[0]
     assert '"agent": "agents/support-baseline.yaml"' in config
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import inspect
 import json
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
@@ -17,6 +19,10 @@ from harness.transcript import ToolSpec
 
 class ToolError(Exception):
     """A tool refusing a request (bad id, policy); the agent sees the message as the result."""
+
+
+class ToolTimeout(Exception):
+    """A tool that never returned: the episode ends as an error of the tool side."""
 
 
 @dataclass(frozen=True)
@@ -39,10 +45,12 @@ class _Tool:
 
     def __init__(self, name: str, method: Callable[..., Any]):
         self.name = name
+        self.is_async = inspect.iscoroutinefunction(method)
+        hints = typing.get_type_hints(method)
         fields: dict[str, Any] = {}
         for param in list(inspect.signature(method).parameters.values())[1:]:
             default = ... if param.default is inspect.Parameter.empty else param.default
-            fields[param.name] = (method.__annotations__.get(param.name, Any), default)
+            fields[param.name] = (hints.get(param.name, Any), default)
         self.arguments = create_model(
             f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
         )
@@ -59,6 +67,7 @@ class Environment:
     that validates a task's start state."""
 
     domain: ClassVar[str] = ""
+    tool_timeout_s: ClassVar[float] = 30.0
     State: ClassVar[type[BaseModel] | None] = None
     _tools: ClassVar[dict[str, _Tool]]
 
@@ -84,8 +93,11 @@ class Environment:
     def tool_names(cls) -> list[str]:
         return list(cls._tools)
 
-    def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
-        """Run a tool. Bad arguments and refusals come back as error results, not exceptions."""
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Run a tool. Bad arguments, refusals and a tool that raises come back to the agent as
+        error results; only an async tool that outlives `tool_timeout_s` raises
+        (`ToolTimeout`), as the environment can no longer be trusted."""
+        timeout_s = self.tool_timeout_s
         described = self._tools.get(name)
         if described is None:
             return ToolOutcome(f"Error: unknown tool '{name}'", is_error=True)
@@ -96,10 +108,19 @@ class Environment:
                 f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
             )
             return ToolOutcome(f"Error: invalid arguments for {name}: {problems}", is_error=True)
+        method = getattr(self, name)
         try:
-            result = getattr(self, name)(**parsed.model_dump())
+            if described.is_async:
+                async with asyncio.timeout(timeout_s):
+                    result = await method(**parsed.model_dump())
+            else:
+                result = method(**parsed.model_dump())
         except ToolError as exc:
             return ToolOutcome(f"Error: {exc}", is_error=True)
+        except TimeoutError:
+            raise ToolTimeout(f"tool {name} gave no result within {timeout_s:g}s") from None
+        except Exception as exc:
+            return ToolOutcome(f"Error: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
         return ToolOutcome(json.dumps(result, sort_keys=True))
 
 

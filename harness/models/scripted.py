@@ -50,7 +50,7 @@ class ScriptedModel:
 
     def reply(self, messages: list[Message]) -> Message:
         """The assistant message the script gives for this conversation."""
-        system = next((m.content for m in messages if m.role == "system"), "")
+        system = "\n".join(m.content for m in messages if m.role == "system")
         turns = [m for m in messages if m.role != "system"]
         if not turns:
             raise ModelError(f"{self.name}: nothing to answer")
@@ -71,6 +71,8 @@ class ScriptedModel:
         if when.answers_tool != (last.role == "tool"):
             return None
         context: dict[str, Any] = {"known": self.variables.get("known", {}), "text": last.content}
+        if when.turn is not None and when.turn != 1 + sum(m.role == "assistant" for m in turns):
+            return None
         if when.system is not None and not re.search(when.system, system):
             return None
         if when.matches is not None:

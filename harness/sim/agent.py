@@ -1,17 +1,75 @@
-"""Agents under test. `LLMAgent` is the built-in tool-calling loop driven by a variant."""
+"""Agents under test, one runner per kind, chosen by the variant's `runner`:
+
+- `llm`: the built-in tool-calling loop driven by the variant (prompt, skills, tools, model).
+- `python`: your own code, `entry: module:function` (sync or async), called once per user turn
+  as `function(conversation, tools)`:
+    * `conversation` is a list of `{"role": "user" | "assistant", "content": str}` dicts, the
+      visible conversation so far, newest last;
+    * `tools` is a `ToolHandle`: `tools.specs` (OpenAI-format tool schemas), `tools.variant`
+      (the resolved variant: system prompt, skills, parameters), and `tools.call(name, **args)`
+      (sync agents) / `await tools.acall(name, **args)` (async agents), which run a tool of the
+      environment, record the call in the transcript, and return its JSON result or raise
+      `ToolError` with the environment's refusal;
+    * it returns the assistant's reply: a string, or a dict with a `content` key.
+  A sync function runs in a worker thread so that it may block.
+- `http`: your agent service behind an OpenAI-compatible chat endpoint (`model.base_url`); it is
+  sent the visible conversation and runs its tools server-side.
+"""
 
 from __future__ import annotations
 
-from harness.domains import Environment
-from harness.models import ChatModel, CompletionParams
+import asyncio
+import importlib
+import importlib.util
+import inspect
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.domains import Environment, ToolError
+from harness.models import ChatModel, CompletionParams, ModelRuntime
+from harness.models.wire_openai import to_wire_tools
+from harness.registry import Registry
 from harness.specs.agent import AgentVariant
-from harness.transcript import Message, Usage
+from harness.transcript import Message, ToolCall, Usage
+
+
+class AgentRunner(Protocol):
+    """Answers one user turn by appending the agent's messages to the conversation."""
+
+    variant: AgentVariant
+
+    async def respond(
+        self, messages: list[Message], env: Environment, seed: int = 0, trial: int = 0
+    ) -> Usage: ...
+
+
+RUNNERS: Registry[Callable[[AgentVariant, ModelRuntime], AgentRunner]] = Registry("agent runner")
+
+
+def make_agent(variant: AgentVariant, runtime: ModelRuntime) -> AgentRunner:
+    """The runner the variant asks for."""
+    factory = RUNNERS.get(variant.runner)
+    if factory is None:
+        raise LookupError(f"unknown agent runner '{variant.runner}'")
+    return factory(variant, runtime)
+
+
+def _params(variant: AgentVariant, seed: int, trial: int) -> CompletionParams:
+    return CompletionParams(
+        temperature=variant.parameters.temperature,
+        max_tokens=variant.parameters.max_tokens,
+        seed=seed,
+        trial=trial,
+    )
 
 
 class LLMAgent:
-    """Answers a user turn: calls the model, runs the tools it asks for, until it replies in text
-    or uses up its tool steps. Messages are appended to the shared conversation as they happen,
-    so a failure mid-turn leaves a faithful partial transcript."""
+    """Calls the model, runs the tools it asks for, until it replies in text or uses up its tool
+    steps. Messages are appended to the shared conversation as they happen, so a failure
+    mid-turn leaves a faithful partial transcript."""
 
     def __init__(self, variant: AgentVariant, model: ChatModel):
         self.variant = variant
@@ -21,15 +79,9 @@ class LLMAgent:
     async def respond(
         self, messages: list[Message], env: Environment, seed: int = 0, trial: int = 0
     ) -> Usage:
-        """Append the agent's messages for this turn to `messages`; return the usage."""
         usage = Usage()
         tools = env.tool_specs(self.variant.tools)
-        params = CompletionParams(
-            temperature=self.variant.parameters.temperature,
-            max_tokens=self.variant.parameters.max_tokens,
-            seed=seed,
-            trial=trial,
-        )
+        params = _params(self.variant, seed, trial)
         for _ in range(self.variant.parameters.max_tool_steps):
             prompt = [Message(role="system", content=self.system_prompt), *messages]
             completion = await self.model.complete(prompt, tools, params)
@@ -39,19 +91,145 @@ class LLMAgent:
             if not reply.tool_calls:
                 break
             for call in reply.tool_calls:
-                allowed = call.name in self.variant.tools
-                outcome = env.call(call.name, call.arguments) if allowed else None
+                if call.name in self.variant.tools:
+                    outcome = await env.call(call.name, call.arguments)
+                    content, is_error = outcome.content, outcome.is_error
+                else:
+                    content, is_error = f"Error: unknown tool '{call.name}'", True
                 messages.append(
                     Message(
                         role="tool",
                         tool_call_id=call.id,
                         name=call.name,
-                        content=outcome.content
-                        if outcome
-                        else f"Error: unknown tool '{call.name}'",
-                        is_error=outcome.is_error if outcome else True,
+                        content=content,
+                        is_error=is_error,
                     )
                 )
             if env.done:
                 break
         return usage
+
+
+class ToolHandle:
+    """What a python agent gets to use the environment's tools; every call is recorded."""
+
+    def __init__(
+        self,
+        variant: AgentVariant,
+        env: Environment,
+        messages: list[Message],
+        loop: asyncio.AbstractEventLoop,
+    ):
+        self.variant = variant
+        self.specs = to_wire_tools(env.tool_specs(variant.tools or None))
+        self.names = [spec["function"]["name"] for spec in self.specs]
+        self._env, self._messages, self._loop = env, messages, loop
+
+    async def acall(self, name: str, **arguments: Any) -> Any:
+        """Run a tool (async agents). Returns its JSON result; raises ToolError on a refusal."""
+        call = ToolCall(
+            id=f"call_{sum(len(m.tool_calls) for m in self._messages)}",
+            name=name,
+            arguments=arguments,
+        )
+        self._messages.append(Message(role="assistant", tool_calls=[call]))
+        if name in self.names:
+            outcome = await self._env.call(name, arguments)
+            content, is_error = outcome.content, outcome.is_error
+        else:
+            content, is_error = f"Error: unknown tool '{name}'", True
+        self._messages.append(
+            Message(
+                role="tool", tool_call_id=call.id, name=name, content=content, is_error=is_error
+            )
+        )
+        if is_error:
+            raise ToolError(content.removeprefix("Error: "))
+        return json.loads(content)
+
+    def call(self, name: str, **arguments: Any) -> Any:
+        """Run a tool (sync agents, which run in a worker thread)."""
+        return asyncio.run_coroutine_threadsafe(self.acall(name, **arguments), self._loop).result()
+
+
+def load_entry(entry: str) -> Callable[..., Any]:
+    """The function an entry names: 'file.py:function' or 'package.module:function'."""
+    module_name, _, function = entry.rpartition(":")
+    if module_name.endswith(".py"):
+        path = Path(module_name)
+        spec = importlib.util.spec_from_file_location(f"harness_agent_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    else:
+        if "" not in sys.path and str(Path.cwd()) not in sys.path:
+            sys.path.insert(0, str(Path.cwd()))
+        module = importlib.import_module(module_name)
+    return getattr(module, function)
+
+
+class PythonAgent:
+    """Your own agent code, called once per user turn."""
+
+    def __init__(self, variant: AgentVariant, function: Callable[..., Any]):
+        self.variant = variant
+        self.function = function
+
+    async def respond(
+        self, messages: list[Message], env: Environment, seed: int = 0, trial: int = 0
+    ) -> Usage:
+        tools = ToolHandle(self.variant, env, messages, asyncio.get_running_loop())
+        conversation = [
+            {"role": m.role, "content": m.content}
+            for m in messages
+            if m.role in ("user", "assistant") and m.content
+        ]
+        if inspect.iscoroutinefunction(self.function):
+            reply = await self.function(conversation, tools)
+        else:
+            reply = await asyncio.to_thread(self.function, conversation, tools)
+        content = reply.get("content", "") if isinstance(reply, dict) else reply
+        if not isinstance(content, str):
+            raise TypeError(f"the agent returned {type(reply).__name__}, expected str or dict")
+        messages.append(Message(role="assistant", content=content))
+        return Usage()
+
+
+class HTTPAgent:
+    """Your agent service: it gets the visible conversation and answers in text."""
+
+    def __init__(self, variant: AgentVariant, model: ChatModel):
+        self.variant = variant
+        self.model = model
+
+    async def respond(
+        self, messages: list[Message], env: Environment, seed: int = 0, trial: int = 0
+    ) -> Usage:
+        system = self.variant.full_system_prompt()
+        conversation = [Message(role="system", content=system)] if system else []
+        conversation += [
+            Message(role=m.role, content=m.content)
+            for m in messages
+            if m.role in ("user", "assistant") and m.content
+        ]
+        completion = await self.model.complete(conversation, [], _params(self.variant, seed, trial))
+        messages.append(Message(role="assistant", content=completion.message.content))
+        return completion.usage
+
+
+@RUNNERS.register("llm")
+def _llm(variant: AgentVariant, runtime: ModelRuntime) -> AgentRunner:
+    assert variant.model is not None
+    return LLMAgent(variant, runtime.model(variant.model, role="agent"))
+
+
+@RUNNERS.register("python")
+def _python(variant: AgentVariant, runtime: ModelRuntime) -> AgentRunner:
+    assert variant.entry is not None
+    return PythonAgent(variant, load_entry(variant.entry))
+
+
+@RUNNERS.register("http")
+def _http(variant: AgentVariant, runtime: ModelRuntime) -> AgentRunner:
+    assert variant.model is not None
+    return HTTPAgent(variant, runtime.model(variant.model, role="agent"))

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from harness.domains import ToolTimeout
 from harness.models import ModelRuntime
-from harness.sim.agent import LLMAgent
+from harness.sim.agent import AgentRunner
 from harness.sim.env import make_environment
 from harness.sim.user import GREETING, UserSimulator
 from harness.specs.persona import Persona
@@ -44,7 +45,7 @@ class EpisodeSpec:
 
     task: Task
     persona: Persona
-    agent: LLMAgent
+    agent: AgentRunner
     variant_hash: str
     initial_state: dict[str, Any]
     trial: int = 0
@@ -67,10 +68,11 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
     agent_usage, user_usage = Usage(), Usage()
     state: dict[str, Any] = {}
     turns = 0
+    detail = ""
     started, clock = datetime.now(UTC), time.perf_counter()
 
     async def play() -> EndReason:
-        nonlocal turns, state
+        nonlocal turns, state, detail
         try:
             env = make_environment(task, spec.initial_state)
         except Exception as exc:
@@ -81,13 +83,19 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
         )
 
         async def user_says() -> EndReason | None:
+            nonlocal detail
             try:
-                said = await user.reply(messages)
+                said = await user.reply(messages, turns)
             except Exception as exc:
                 raise _SideFailed(Side.USER_SIMULATOR, exc) from exc
             user_usage.add(said.usage)
             messages.append(Message(role="user", content=said.content))
-            return stop_reason(said.content, task.end.stop_signals)
+            ended = stop_reason(said.content, task.end.stop_signals)
+            if said.gave_up:
+                detail = f"the user gave up after {turns} agent turns (patience)"
+            elif ended is not None:
+                detail = next(s for s in task.end.stop_signals if s in said.content)
+            return ended
 
         if task.start.first_message is not None:
             messages.append(Message(role="user", content=task.start.first_message))
@@ -98,6 +106,8 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
         while True:
             try:
                 agent_usage.add(await spec.agent.respond(messages, env, spec.seed, spec.trial))
+            except ToolTimeout as exc:
+                raise _SideFailed(Side.TOOL, exc) from exc
             except Exception as exc:
                 raise _SideFailed(Side.AGENT, exc) from exc
             turns += 1
@@ -131,6 +141,7 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
         user_usage=user_usage,
         turns=turns,
         end_reason=end,
+        end_detail=detail,
         error=error,
         started_at=started.isoformat(timespec="seconds"),
         duration_s=round(time.perf_counter() - clock, 6),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from harness.specs.load import (
     Override,
     Problem,
     SpecError,
+    apply_overrides,
     display,
     format_path,
     kind_of,
@@ -85,9 +87,14 @@ def task_files(paths: list[Path]) -> list[Path]:
 
 
 def load_suite(
-    paths: list[Path], personas_dir: Path | None = None, overrides: list[Override] | None = None
+    paths: list[Path],
+    personas_dir: Path | None = None,
+    overrides: list[Override] | None = None,
+    persona_overrides: list[Override] | None = None,
 ) -> list[TaskCase]:
-    """Load and cross-check every task under `paths`; all problems are raised together."""
+    """Load and cross-check every task under `paths`; all problems are raised together.
+    `overrides` patch every task, `persona_overrides` every persona (e.g. `model=...` to have
+    all simulated users played by one model)."""
     problems: list[Problem] = []
     cases: list[TaskCase] = []
     persona_cache: dict[Path, dict[str, Persona]] = {}
@@ -109,6 +116,9 @@ def load_suite(
                 )
             seen_ids[task.id] = path
             persona = _persona(loaded, personas_dir, persona_cache)
+            if persona_overrides:
+                data = apply_overrides(persona.model_dump(mode="json"), persona_overrides, {})
+                persona = validate(Persona, data, {}, loaded.path)
             domain = _domain(loaded)
             state = _start_state(loaded, domain)
             cases.append(TaskCase(loaded, persona, domain, state))
@@ -161,7 +171,11 @@ def _domain(loaded: Loaded[Task]) -> type[Environment]:
 
 def _start_state(loaded: Loaded[Task], domain: type[Environment]) -> dict[str, Any]:
     """The merged start state, validated against the domain's state model."""
-    state = initial_state(loaded.spec)
+    try:
+        state = initial_state(loaded.spec)
+    except sqlite3.DatabaseError as exc:
+        problem = loaded.problem(("start", "state_db"), f"unreadable snapshot: {exc}")
+        raise SpecError([problem]) from None
     if domain.State is None:
         return state
     state_file = loaded.spec.start.state_file

@@ -3,13 +3,18 @@
 The simulator only ever sees what the agent said: the agent's system prompt, tool calls and tool
 results are stripped before its model is called. Roles are flipped for its model, so the agent's
 words arrive as `user` messages and the simulated user's own words as `assistant` messages.
+
+A reply that is empty or out of character (the model answering as the agent, echoing it, or
+emitting tool calls) is retried once with a correction, and otherwise raised as a
+`UserSimulatorError`: a failure of the simulator, never of the agent under test.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
-from harness.models import ChatModel, CompletionParams, ModelError, ModelRuntime
+from harness.models import ChatModel, CompletionParams, ModelRuntime
 from harness.models.scripted import ScriptedModel
 from harness.specs.persona import Persona
 from harness.specs.script import Script
@@ -17,24 +22,43 @@ from harness.specs.task import Scenario
 from harness.transcript import Message, Usage
 
 GREETING = "Hi! How can I help you today?"
+NO_REPLY = "(The agent did not reply.)"
+GIVE_UP = "I've waited long enough, I give up."
+# Things only the agent would say: a user model that writes them has broken character.
+AGENT_VOICE = re.compile(
+    r"^\s*(agent|assistant|support agent|customer service)\s*:"
+    r"|how (can|may) i (help|assist) you"
+    r"|is there anything else i can (help|do)"
+    r"|as an ai\b|<tool_call>",
+    re.IGNORECASE,
+)
+
+
+class UserSimulatorError(Exception):
+    """The simulated user could not produce a valid turn."""
 
 
 @dataclass
 class UserTurn:
-    """What the simulated user said and what it cost."""
+    """What the simulated user said, what it cost, and why it ended the episode if it did."""
 
     content: str
-    usage: Usage
+    usage: Usage = field(default_factory=Usage)
+    gave_up: bool = False
 
 
 def visible_to_user(messages: list[Message]) -> list[Message]:
-    """The conversation as the user sees it: only user and assistant text, roles flipped."""
-    flipped = {"user": "assistant", "assistant": "user"}
-    return [
-        Message(role=flipped[m.role], content=m.content)  # type: ignore[arg-type]
-        for m in messages
-        if m.role in flipped and m.content
-    ]
+    """The conversation as the user sees it: only user and assistant text, roles flipped. An
+    agent turn without any text shows as a note, so the user model always answers the agent."""
+    visible: list[Message] = []
+    for message in messages:
+        if message.role == "user":
+            visible.append(Message(role="assistant", content=message.content))
+        elif message.role == "assistant" and message.content:
+            visible.append(Message(role="user", content=message.content))
+    if visible and visible[-1].role == "assistant":
+        visible.append(Message(role="user", content=NO_REPLY))
+    return visible
 
 
 def user_system_prompt(persona: Persona, scenario: Scenario, stop_signals: list[str]) -> str:
@@ -64,6 +88,17 @@ If you are transferred to a human, reply with {transfer}.
 If you run out of patience after {persona.patience} replies, give up."""
 
 
+def out_of_character(text: str, agent_said: str) -> str | None:
+    """Why a reply cannot be the user's, or None when it can."""
+    if not text.strip():
+        return "the reply is empty"
+    if AGENT_VOICE.search(text):
+        return "the reply speaks as the agent"
+    if agent_said and text.strip() == agent_said.strip():
+        return "the reply repeats the agent's message"
+    return None
+
+
 class UserSimulator:
     """Plays one persona in one scenario; `reply` gives the user's next message."""
 
@@ -77,22 +112,39 @@ class UserSimulator:
         trial: int = 0,
     ):
         self.persona = persona
+        self.stop_signals = stop_signals
         self.system_prompt = user_system_prompt(persona, scenario, stop_signals)
         self.params = CompletionParams(temperature=persona.temperature, seed=seed, trial=trial)
+        self.replies = 0
         self.model: ChatModel
-        if persona.model == "scripted":
+        if persona.model.id == "scripted":
             script = Script(kind="script", rules=persona.scripted_turns)
             variables = {"known": scenario.known_info}
             self.model = ScriptedModel(script, variables, name=f"persona:{persona.name}")
         else:
             self.model = runtime.model(persona.model, role="user simulator")
 
-    async def reply(self, messages: list[Message]) -> UserTurn:
-        """The user's next message given the conversation so far."""
+    async def reply(self, messages: list[Message], agent_turns: int) -> UserTurn:
+        """The user's next message. After `patience` agent turns the user gives up."""
+        if agent_turns >= self.persona.patience:
+            return UserTurn(f"{GIVE_UP} {self.stop_signals[0]}", gave_up=True)
         visible = visible_to_user(messages)
+        agent_said = visible[-1].content if visible and visible[-1].role == "user" else ""
         prompt = [Message(role="system", content=self.system_prompt), *visible]
-        completion = await self.model.complete(prompt, [], self.params)
-        text = completion.message.content.strip()
-        if not text:
-            raise ModelError(f"persona '{self.persona.name}' gave an empty message")
-        return UserTurn(text, completion.usage)
+        usage = Usage()
+        for attempt in range(2):
+            completion = await self.model.complete(prompt, [], self.params)
+            usage.add(completion.usage)
+            text = completion.message.content.strip()
+            problem = "the reply calls tools" if completion.message.tool_calls else None
+            problem = problem or out_of_character(text, agent_said)
+            if problem is None:
+                self.replies += 1
+                return UserTurn(text, usage)
+            if attempt == 0:
+                correction = (
+                    f"Your last reply was invalid ({problem}). You are the customer: "
+                    "write only the customer's next message."
+                )
+                prompt = [*prompt, Message(role="system", content=correction)]
+        raise UserSimulatorError(f"persona '{self.persona.name}': {problem}, twice")

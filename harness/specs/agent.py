@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from harness.specs.base import Shorthand, Spec
 
@@ -49,9 +50,9 @@ class ModelRef(Shorthand):
     )
 
     @model_validator(mode="after")
-    def _script_for_scripted(self) -> ModelRef:
-        if (self.id == "scripted") != (self.script is not None):
-            raise ValueError("'script' is required with id 'scripted' and only allowed with it")
+    def _script_only_for_scripted(self) -> ModelRef:
+        if self.script is not None and self.id != "scripted":
+            raise ValueError("'script' is only allowed with id 'scripted'")
         return self
 
 
@@ -74,8 +75,21 @@ class AgentVariant(Spec):
     extends: str | None = Field(
         default=None, description="Parent variant file (relative path) this one is a diff of."
     )
-    model: ModelRef = Field(description="The model, as a string or a mapping with settings.")
-    system_prompt: str = Field(description="Base system prompt.")
+    runner: Literal["llm", "python", "http"] = Field(
+        default="llm",
+        description="How the agent runs: 'llm', the built-in tool-calling loop over `model`; "
+        "'python', your own code at `entry`; 'http', your agent service at `model.base_url` "
+        "(an OpenAI-compatible chat endpoint whose tools run server-side).",
+    )
+    entry: str | None = Field(
+        default=None,
+        description="For runner 'python': 'package.module:function' or 'file.py:function' "
+        "(relative to the variant file).",
+    )
+    model: ModelRef | None = Field(
+        default=None, description="The model, as a string or a mapping with settings."
+    )
+    system_prompt: str = Field(default="", description="Base system prompt.")
     skills: dict[str, str] = Field(
         default_factory=dict,
         description="Named prompt snippets appended to the system prompt, in name order; "
@@ -84,20 +98,60 @@ class AgentVariant(Spec):
     tools: list[str] = Field(default_factory=list, description="Domain tools the agent may call.")
     parameters: Parameters = Field(default_factory=Parameters, description="Generation settings.")
 
+    @field_validator("model")
+    @classmethod
+    def _scripted_needs_script(cls, model: ModelRef | None) -> ModelRef | None:
+        if model is not None and model.id == "scripted" and model.script is None:
+            raise ValueError("a scripted agent needs 'script', the rules file it plays")
+        return model
+
+    @model_validator(mode="after")
+    def _runner_needs(self) -> AgentVariant:
+        if self.runner == "llm" and (self.model is None or not self.system_prompt.strip()):
+            raise ValueError("runner 'llm' needs a model and a system_prompt")
+        if self.runner == "http" and (
+            self.model is None
+            or self.model.base_url is None
+            or not self.model.id.startswith("openai/")
+        ):
+            raise ValueError("runner 'http' needs model {id: openai/NAME, base_url: URL}")
+        if self.runner == "python" and not self.entry:
+            raise ValueError("runner 'python' needs an entry 'module:function'")
+        if self.entry is not None and ":" not in self.entry:
+            raise ValueError("entry must be 'module:function' or 'file.py:function'")
+        return self
+
     def full_system_prompt(self) -> str:
         """The system prompt exactly as the model receives it."""
-        parts = [self.system_prompt.strip()]
+        parts = [self.system_prompt.strip()] if self.system_prompt.strip() else []
         parts += [f"## {name}\n{text.strip()}" for name, text in sorted(self.skills.items())]
         return "\n\n".join(parts)
 
     def content_hash(self) -> str:
         """A hash of everything that reaches the model, stable across key order and files.
 
-        A script file is hashed by content, not by path, so that moving it changes nothing.
+        Files are hashed by content, not by path (a scripted model's rules, a python agent's
+        source), so that moving them changes nothing and editing them changes the hash.
         """
         payload = self.model_dump(mode="json", exclude=UNHASHED_FIELDS)
-        if self.model.script is not None:
-            script_bytes = Path(self.model.script).read_bytes()
-            payload["model"]["script"] = hashlib.sha256(script_bytes).hexdigest()
+        if self.model is not None and self.model.script is not None:
+            payload["model"]["script"] = _sha256(Path(self.model.script).read_bytes())
+        if self.entry is not None:
+            module, _, function = self.entry.rpartition(":")
+            payload["entry"] = f"{_sha256(entry_source(module))}:{function}"
         canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def entry_source(module: str) -> bytes:
+    """The source bytes of a python agent's module (a file path, or an importable module)."""
+    if module.endswith(".py"):
+        return Path(module).read_bytes()
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise ValueError(f"cannot find module '{module}'")
+    return Path(spec.origin).read_bytes()

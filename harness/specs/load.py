@@ -448,11 +448,17 @@ def _relative_file(
         parent = parent.get(key) if isinstance(parent, dict) else None
     if not isinstance(parent, dict) or not isinstance(parent.get(keys[-1]), str):
         return
-    target = (base.parent / parent[keys[-1]]).resolve()
+    reference, suffix = parent[keys[-1]], ""
+    if keys[-1] == "entry":  # 'file.py:function' names a file; 'package.module:function' does not
+        reference, _, function = reference.rpartition(":")
+        if not reference.endswith(".py"):
+            return
+        suffix = f":{function}"
+    target = (base.parent / reference).resolve()
     if not target.is_file():
         where = _nearest(positions, keys, Location(display(base), 1, 1))
         raise SpecError.at(where, format_path(keys), f"file not found: {display(target)}")
-    parent[keys[-1]] = str(target)
+    parent[keys[-1]] = f"{target}{suffix}"
 
 
 def load_agent(path: Path, overrides: list[Override] | None = None) -> Loaded[AgentVariant]:
@@ -468,8 +474,8 @@ def load_agent(path: Path, overrides: list[Override] | None = None) -> Loaded[Ag
         seen.append(current.resolve())
         data, positions = read_mapping(current)
         _expect_kind(current, data, positions, "agent")
-        _relative_file(current, data, ("model", "script"), positions)
-        _relative_file(current, data, ("extends",), positions)
+        for keys in (("model", "script"), ("extends",), ("entry",)):
+            _relative_file(current, data, keys, positions)
         chain.append((data, positions))
         parent = data.get("extends")
         current = Path(parent) if isinstance(parent, str) else None
@@ -489,7 +495,8 @@ def load_task(path: Path, overrides: list[Override] | None = None) -> Loaded[Tas
     data, positions = read_mapping(path)
     _expect_kind(path, data, positions, "task")
     data = apply_overrides(data, overrides or [], positions)
-    _relative_file(path, data, ("start", "state_file"), positions)
+    for keys in (("start", "state_file"), ("start", "state_db")):
+        _relative_file(path, data, keys, positions)
     task = validate(Task, data, positions, path)
     if task.start.state_file:
         read_json(Path(task.start.state_file))
@@ -545,9 +552,4 @@ def json_schema(kind: str) -> dict[str, Any]:
         )
     schema = KINDS[kind].model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    if kind == "agent":  # a variant that `extends` another may leave out what it inherits
-        inherited = [field for field in schema["required"] if field not in ("kind", "name")]
-        schema["required"] = ["kind", "name"]
-        schema["if"] = {"not": {"required": ["extends"]}}
-        schema["then"] = {"required": inherited}
     return schema

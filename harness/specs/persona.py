@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from harness.specs.agent import ModelRef
 from harness.specs.base import Spec
 from harness.specs.script import Rule
 
@@ -19,10 +20,11 @@ class Persona(Spec):
     traits: list[str] = Field(default_factory=list, description="Personality traits to play.")
     style: str = Field(default="", description="How the user writes (length, tone, spelling).")
     patience: int = Field(default=8, ge=1, description="Agent turns before the user gives up.")
-    model: str = Field(
-        default="scripted",
-        description="Model that plays the user, e.g. 'openai/gpt-4.1-mini'; 'scripted' plays "
-        "`scripted_turns`.",
+    model: ModelRef = Field(
+        default_factory=lambda: ModelRef(id="scripted"),
+        description="Model that plays the user, e.g. 'openai/gpt-4.1-mini' or 'local/smollm2'; "
+        "'scripted' plays `scripted_turns` instead (switch a whole run with "
+        "`--set persona.model=...`).",
     )
     temperature: float = Field(default=0.7, ge=0, le=2, description="Sampling temperature.")
     scripted_turns: list[Rule] = Field(
@@ -36,8 +38,6 @@ class Persona(Spec):
     @classmethod
     def _scripted_needs_turns(cls, turns: list[Rule], info: ValidationInfo) -> list[Rule]:
         model = info.data.get("model")
-        if model == "scripted" and not turns:
+        if model is not None and model.id == "scripted" and not turns:
             raise ValueError("model 'scripted' needs scripted_turns")
-        if model != "scripted" and turns:
-            raise ValueError("scripted_turns are only played with model 'scripted'")
         return turns

@@ -59,6 +59,9 @@ class When(Spec):
     system: str | None = Field(
         default=None, description="Regex that the system prompt must match (variant behaviour)."
     )
+    turn: int | None = Field(
+        default=None, ge=1, description="This is the model's Nth reply in the conversation."
+    )
     tool: str | None = Field(default=None, description="The last message is this tool's result.")
     result: dict[str, Any] | None = Field(
         default=None, description="Partial match on the last tool result parsed as JSON."

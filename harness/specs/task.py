@@ -37,9 +37,14 @@ class Start(Spec):
     state_file: str | None = Field(
         default=None, description="JSON file (relative to the task file) with the initial state."
     )
+    state_db: str | None = Field(
+        default=None,
+        description="SQLite snapshot of production data (relative to the task file), merged "
+        "over `state_file`; see harness.sim.env for how tables map onto the state.",
+    )
     state: dict[str, Any] = Field(
         default_factory=dict,
-        description="Initial environment state, merged over `state_file` when both are given.",
+        description="Initial environment state, merged over `state_file` and `state_db`.",
     )
     first_message: str | None = Field(
         default=None, description="The user's opening message; otherwise the persona opens."

@@ -1,7 +1,8 @@
 """A local model server for tests and benchmarks that speaks both the OpenAI chat-completions and
 the Anthropic messages wire protocols on 127.0.0.1.
 
-Replies come from a script of the `scripted` model (text and tool calls), after a configurable
+Replies come from a script of the `scripted` model (text and tool calls), or from an async
+`responder` function (an agent service of a test), after a configurable
 latency. Faults can be injected at given rates: 429 with `Retry-After`, 500, a connection that
 hangs, a malformed JSON body, or a 401 that echoes the caller's API key (to prove the harness
 never stores it). `/stats` reports requests, faults and the most requests ever in flight.
@@ -16,7 +17,7 @@ import json
 import random
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -26,8 +27,10 @@ from harness.models import wire_anthropic, wire_openai
 from harness.models.base import ModelError
 from harness.models.scripted import ScriptedModel
 from harness.specs.script import Script
-from harness.transcript import Usage
+from harness.transcript import Message, Usage
 
+# An agent service in a test: the conversation in, the assistant's message out.
+Responder = Callable[[list[Message]], Awaitable[Message]]
 ECHO_SCRIPT = Script.model_validate(
     {
         "kind": "script",
@@ -74,8 +77,10 @@ class FakeServer:
         host: str = "127.0.0.1",
         port: int = 0,
         echo_auth: bool = False,
+        responder: Responder | None = None,
     ):
         self.model = ScriptedModel(script or ECHO_SCRIPT, name="fake")
+        self.responder = responder
         self.latency_s = latency_s
         self.faults = faults or Faults()
         self.host, self.port = host, port
@@ -228,19 +233,24 @@ class FakeServer:
             request = json.loads(body)
             self.requests = [*self.requests[-99:], {"protocol": protocol, **request}]
             try:
-                return _http(200, self._reply(protocol, request, headers))
+                return _http(200, await self._reply(protocol, request, headers))
             except ModelError as exc:
                 return _http(400, {"error": {"message": str(exc), "type": "invalid_request"}})
         finally:
             self.in_flight -= 1
 
-    def _reply(self, protocol: str, request: dict[str, Any], headers: dict[str, str]) -> dict:
+    async def _reply(
+        self, protocol: str, request: dict[str, Any], headers: dict[str, str]
+    ) -> dict[str, Any]:
         wire = wire_openai if protocol == "openai" else wire_anthropic
         if protocol == "openai":
             messages = wire_openai.from_wire_messages(request["messages"])
         else:
             messages = wire_anthropic.from_wire(request.get("system"), request["messages"])
-        message = self.model.reply(messages)
+        if self.responder is not None:
+            message = await self.responder(messages)
+        else:
+            message = self.model.reply(messages)
         if self.echo_auth:
             message.content = f"{message.content} [seen {_auth(headers)}]"
         words_in = sum(len(m.content.split()) for m in messages)
