@@ -23,6 +23,11 @@ app = typer.Typer(
 )
 
 OVERRIDE_SCOPES = ("agent", "task", "persona")
+DEFAULT_TRACES = Path(".harness/traces.db")
+traces_app = typer.Typer(
+    help="Episodes recorded as Weave traces (local store).", no_args_is_help=True
+)
+app.add_typer(traces_app, name="traces")
 
 
 @contextmanager
@@ -78,6 +83,13 @@ def run_eval(
     ] = None,
     timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per model call.")] = 60.0,
     retries: Annotated[int, typer.Option(min=0, help="Retries of a failed model call.")] = 4,
+    weave_project: Annotated[
+        str | None, typer.Option(help="Trace to this W&B project (entity/project), online.")
+    ] = None,
+    traces: Annotated[Path, typer.Option(help="Local trace store, when not tracing online.")] = (
+        DEFAULT_TRACES
+    ),
+    no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,
 ) -> None:
     """Run every task as a simulated episode against an agent variant and print a summary."""
     import asyncio
@@ -88,6 +100,7 @@ def run_eval(
     from harness.sim.suite import check_variant, load_suite
     from harness.specs.load import load_agent
     from harness.store import Store
+    from harness.tracing import NO_TRACER, open_tracer
 
     with user_errors():
         routed = split_overrides(set_ or [])
@@ -107,6 +120,7 @@ def run_eval(
         "trials": trials,
         "variant": variant.spec.model_dump(mode="json"),
     }
+    tracer = NO_TRACER if no_traces else open_tracer(weave_project, traces)
     results = Store(store)
     try:
         summary = asyncio.run(
@@ -118,11 +132,13 @@ def run_eval(
                 concurrency=concurrency,
                 config=config,
                 runtime=runtime,
+                tracer=tracer,
             )
         )
     finally:
         results.close()
         runtime.close()
+        tracer.close()
     print_summary(summary, str(store), unpriced=sorted(price_table.unpriced))
 
 
@@ -196,6 +212,56 @@ def fake_server(
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve())
+
+
+@traces_app.command("list")
+def traces_list(
+    store: Annotated[Path, typer.Option(help="Local trace store.")] = DEFAULT_TRACES,
+    limit: Annotated[int, typer.Option(min=1, help="How many, newest first.")] = 50,
+) -> None:
+    """List recorded episodes: task, variant, trial, verdict, end reason, turns."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from harness.traces.episodes import list_episodes
+
+    if not store.is_file():
+        typer.echo(f"{store}: no trace store (run an eval first)", err=True)
+        raise typer.Exit(2)
+    table = Table(title=f"Episodes in {store}", title_justify="left")
+    for column in ("id", "task", "variant", "trial", "verdict", "end reason", "turns", "run"):
+        table.add_column(column, no_wrap=column in ("id", "verdict"))
+    for episode in list_episodes(store, limit):
+        t, v, a = episode.transcript, episode.verdict, episode.attributes
+        table.add_row(
+            episode.call_id[-8:],
+            str(a.get("task_id", "")),
+            str(a.get("variant", "")),
+            str(a.get("trial", "")),
+            v.outcome if v else "-",
+            t.end_reason.value if t else "running",
+            str(t.turns) if t else "-",
+            str(a.get("run_id", "")),
+        )
+    Console().print(table)
+
+
+@traces_app.command("show")
+def traces_show(
+    call_id: Annotated[str, typer.Argument(help="Episode call id, or its last characters.")],
+    store: Annotated[Path, typer.Option(help="Local trace store.")] = DEFAULT_TRACES,
+) -> None:
+    """Print one recorded episode as a readable conversation."""
+    from rich.console import Console
+
+    from harness.report.conversation import print_conversation
+    from harness.traces.episodes import find_episode
+
+    episode = find_episode(store, call_id) if store.is_file() else None
+    if episode is None or episode.transcript is None:
+        typer.echo(f"{store}: no single finished episode with id {call_id!r}", err=True)
+        raise typer.Exit(2)
+    print_conversation(episode.transcript, episode.verdict, Console())
 
 
 @app.command()

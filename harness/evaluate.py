@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,12 @@ from harness.sim.episode import EpisodeSpec, run_episode
 from harness.sim.suite import TaskCase
 from harness.specs.agent import AgentVariant
 from harness.store import Store
+from harness.tracing import NO_TRACER, Tracer, child_span
 from harness.transcript import Transcript, Usage
+
+
+class EpisodeFailed(Exception):
+    """Marks an episode's trace as failed; the transcript still holds the details."""
 
 
 def episode_seed(task_id: str, trial: int) -> int:
@@ -55,9 +61,11 @@ async def evaluate(
     concurrency: int = 8,
     config: dict[str, Any] | None = None,
     runtime: ModelRuntime | None = None,
+    tracer: Tracer = NO_TRACER,
 ) -> RunSummary:
     """Play `trials` episodes of every task (at most `concurrency` at once), grade and store
-    each one as it finishes."""
+    each one as it finishes. With a tracer, the run is one `harness.evaluation` trace whose
+    children are the episodes (turns, model calls and tool calls below them) and their grades."""
     runtime = runtime or ModelRuntime()
     variant_hash = variant.content_hash()
     run_id = store.new_run(variant.name, variant_hash, config or {})
@@ -65,8 +73,9 @@ async def evaluate(
     summary = RunSummary(run_id, variant.name, variant_hash)
     limit = asyncio.Semaphore(concurrency)
 
-    async def one(case: TaskCase, trial: int) -> tuple[TaskCase, Transcript]:
+    async def one(case: TaskCase, trial: int) -> tuple[TaskCase, Transcript, Verdict]:
         async with limit:
+            seed = episode_seed(case.task.id, trial)
             spec = EpisodeSpec(
                 task=case.task,
                 persona=case.persona,
@@ -74,29 +83,50 @@ async def evaluate(
                 variant_hash=variant_hash,
                 initial_state=case.state,
                 trial=trial,
-                seed=episode_seed(case.task.id, trial),
+                seed=seed,
                 runtime=runtime,
             )
-            return case, await run_episode(spec)
+            inputs = {
+                "task_id": case.task.id,
+                "persona": case.persona.name,
+                "trial": trial,
+                "seed": seed,
+            }
+            with child_span(
+                "harness.episode", inputs, {"task_id": case.task.id, "trial": trial}
+            ) as episode:
+                transcript = await run_episode(spec)
+                episode.output = transcript
+                if transcript.error is not None:
+                    episode.error = EpisodeFailed(
+                        f"{transcript.error.side}: {transcript.error.message}"
+                    )
+                with child_span("harness.grade", {"task_id": case.task.id}) as graded:
+                    verdict = graded.output = grade(case.task, transcript)
+            return case, transcript, verdict
 
     jobs = [one(case, trial) for case in cases for trial in range(trials)]
+    attributes = {"run_id": run_id, "variant": variant.name, "variant_hash": variant_hash}
+    inputs = {"run_id": run_id, "tasks": len(cases), "trials": trials}
     try:
-        for finished in asyncio.as_completed(jobs):
-            case, transcript = await finished
-            verdict = grade(case.task, transcript)
-            store.add_episode(run_id, transcript, verdict)
-            summary.rows.append(
-                EpisodeRow(
-                    case.task.id,
-                    case.task.level,
-                    transcript.trial,
-                    transcript.turns,
-                    transcript.end_reason.value,
-                    verdict,
-                    transcript.usage,
-                    transcript.user_usage,
+        with tracer.span("harness.evaluation", inputs, attributes) as evaluation:
+            for finished in asyncio.as_completed(jobs):
+                case, transcript, verdict = await finished
+                store.add_episode(run_id, transcript, verdict)
+                summary.rows.append(
+                    EpisodeRow(
+                        case.task.id,
+                        case.task.level,
+                        transcript.trial,
+                        transcript.turns,
+                        transcript.end_reason.value,
+                        verdict,
+                        transcript.usage,
+                        transcript.user_usage,
+                    )
                 )
-            )
+            if evaluation is not None:
+                evaluation.output = dict(Counter(row.verdict.outcome for row in summary.rows))
     finally:
         await runtime.aclose()
     summary.rows.sort(key=lambda row: (row.task_id, row.trial))

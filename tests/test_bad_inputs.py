@@ -71,7 +71,10 @@ def test_whole_corpus_in_a_real_process_has_no_traceback() -> None:
             "--set task.end.max_turns=0: end.max_turns: Input should be greater than or equal to 1, "
             "found 0",
         ),
-        ("max_turns=3", "--set max_turns=3: expected agent.FIELD=VALUE or task.FIELD=VALUE or persona.FIELD=VALUE"),
+        (
+            "max_turns=3",
+            "--set max_turns=3: expected agent.FIELD=VALUE or task.FIELD=VALUE or persona.FIELD=VALUE",
+        ),
         ("agent.model", "--set agent.model: expected KEY.PATH=VALUE"),
         (
             "agent.tools=[get_order, launch_rocket]",

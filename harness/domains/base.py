@@ -14,6 +14,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from harness.registry import Registry
+from harness.tracing import child_span
 from harness.transcript import ToolSpec
 
 
@@ -97,6 +98,12 @@ class Environment:
         """Run a tool. Bad arguments, refusals and a tool that raises come back to the agent as
         error results; only an async tool that outlives `tool_timeout_s` raises
         (`ToolTimeout`), as the environment can no longer be trusted."""
+        with child_span("harness.tool_call", {"name": name, "arguments": arguments}) as span:
+            outcome = await self._call(name, arguments)
+            span.output = {"content": outcome.content, "is_error": outcome.is_error}
+        return outcome
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         timeout_s = self.tool_timeout_s
         described = self._tools.get(name)
         if described is None:

@@ -33,6 +33,7 @@ from harness.secrets import redact
 from harness.specs.agent import ModelRef
 from harness.specs.base import Spec
 from harness.specs.load import read_yaml, validate
+from harness.tracing import child_span
 from harness.transcript import Message, ToolSpec
 
 DEFAULT_CACHE = Path(".harness/cache.db")
@@ -156,6 +157,21 @@ class ManagedModel:
         self.cache = None if provider in UNCACHED_PROVIDERS else runtime.cache
 
     async def complete(
+        self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams
+    ) -> Completion:
+        inputs = {
+            "model": self.name,
+            "role": self.role,
+            "messages": len(messages),
+            "last": messages[-1].content if messages else "",
+            "trial": params.trial,
+        }
+        with child_span("harness.model_call", inputs) as span:
+            completion = await self._complete(messages, tools, params)
+            span.output = {"message": completion.message, "usage": completion.usage}
+        return completion
+
+    async def _complete(
         self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams
     ) -> Completion:
         key = ResponseCache.key(self.ref, messages, tools, params) if self.cache else ""

@@ -15,6 +15,7 @@ from harness.sim.env import make_environment
 from harness.sim.user import GREETING, UserSimulator
 from harness.specs.persona import Persona
 from harness.specs.task import Task
+from harness.tracing import child_span
 from harness.transcript import (
     EndReason,
     EpisodeError,
@@ -104,12 +105,23 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
             if (ended := await user_says()) is not None:
                 return ended
         while True:
-            try:
-                agent_usage.add(await spec.agent.respond(messages, env, spec.seed, spec.trial))
-            except ToolTimeout as exc:
-                raise _SideFailed(Side.TOOL, exc) from exc
-            except Exception as exc:
-                raise _SideFailed(Side.AGENT, exc) from exc
+            first_new = len(messages)
+            with child_span(
+                "harness.turn", {"turn": turns + 1, "user": messages[-1].content}
+            ) as turn:
+                try:
+                    agent_usage.add(await spec.agent.respond(messages, env, spec.seed, spec.trial))
+                except ToolTimeout as exc:
+                    raise _SideFailed(Side.TOOL, exc) from exc
+                except Exception as exc:
+                    raise _SideFailed(Side.AGENT, exc) from exc
+                turn.output = {
+                    "assistant": [
+                        m.content
+                        for m in messages[first_new:]
+                        if m.role == "assistant" and m.content
+                    ]
+                }
             turns += 1
             if env.done:
                 return EndReason.AGENT_HANDOFF

@@ -1,0 +1,1 @@
+"""Reading traces back: episodes recorded by the harness, and (later) production traces."""

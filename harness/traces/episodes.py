@@ -1,0 +1,94 @@
+"""The harness's own episode traces, read back through the weave client."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.grading.result import Verdict
+from harness.tracing import DEFAULT_STORE, Tracer, open_local_client
+from harness.transcript import Transcript
+
+EPISODE_OP = "harness.episode"
+GRADE_OP = "harness.grade"
+
+
+@dataclass
+class EpisodeTrace:
+    """One recorded episode: its call, transcript and verdict (when it was graded)."""
+
+    call_id: str
+    trace_id: str
+    started_at: str
+    attributes: dict[str, Any]
+    transcript: Transcript | None
+    verdict: Verdict | None
+
+
+def _plain(value: Any) -> Any:
+    """Weave's containers as plain dicts and lists."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _episode(call: Any, verdicts: dict[str, Verdict]) -> EpisodeTrace:
+    output = _plain(call.output)
+    transcript = Transcript.model_validate(output) if isinstance(output, dict) else None
+    return EpisodeTrace(
+        call_id=call.id,
+        trace_id=call.trace_id,
+        started_at=str(call.started_at),
+        attributes=_plain(dict(call.attributes or {})),
+        transcript=transcript,
+        verdict=verdicts.get(call.id),
+    )
+
+
+def _op_filter(op: str) -> dict[str, Any]:
+    return {"op_names": [op]}
+
+
+def list_episodes(store: Path = DEFAULT_STORE, limit: int = 50) -> list[EpisodeTrace]:
+    """The most recent episodes of the local store, newest first."""
+    tracer = Tracer(open_local_client(store))
+    client = tracer.client
+    try:
+        calls = list(
+            client.get_calls(
+                filter=_op_filter(EPISODE_OP),
+                limit=limit,
+                sort_by=[{"field": "started_at", "direction": "desc"}],
+            )
+        )
+        grades = client.get_calls(
+            filter={**_op_filter(GRADE_OP), "parent_ids": [c.id for c in calls]}
+        )
+        verdicts = {
+            g.parent_id: Verdict.model_validate(_plain(g.output))
+            for g in grades
+            if isinstance(g.output, dict)
+        }
+        return [_episode(call, verdicts) for call in calls]
+    finally:
+        tracer.close()
+
+
+def find_episode(store: Path, call_id: str) -> EpisodeTrace | None:
+    """The episode whose call id is, or ends with, `call_id` (as `traces list` shows it)."""
+    tracer = Tracer(open_local_client(store))
+    client = tracer.client
+    try:
+        calls = [
+            c for c in client.get_calls(filter=_op_filter(EPISODE_OP)) if c.id.endswith(call_id)
+        ]
+        if len(calls) != 1:
+            return None
+        grades = client.get_calls(filter={**_op_filter(GRADE_OP), "parent_ids": [calls[0].id]})
+        verdicts = {g.parent_id: Verdict.model_validate(_plain(g.output)) for g in grades}
+        return _episode(calls[0], verdicts)
+    finally:
+        tracer.close()

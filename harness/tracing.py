@@ -1,0 +1,234 @@
+"""Weave tracing for the harness: one small facade over a `WeaveClient`.
+
+With a W&B project the client is `weave.init(project)`; without one it writes to the offline
+SQLite store (`harness.trace_store`), so the same code path records and reads traces on a laptop
+and in CI. Importing this module does not import weave (about a second); opening a tracer does.
+
+Spans are weave calls whose parents are passed explicitly, never taken from weave's call stack,
+because episodes run concurrently in asyncio tasks.
+
+Pydantic models in inputs and outputs (a `Transcript`, a `Message`) are recorded as
+`model_dump(mode="json")`: `client.get_calls()` gives them back as `WeaveDict`s (dict subclasses)
+of the model's fields, which `Model.model_validate` accepts. Left to weave 0.54, a model would cost
+about 5 ms to serialize on Python 3.11 (it checks every attribute of the instance against a
+runtime `Protocol`) and come back as a `WeaveObject` with extra `_class_name` / `_bases` keys.
+weave's own objects (`weave.Object`, e.g. a `weave.Dataset`) are passed through, so they are
+saved and referenced as weave does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from pydantic import BaseModel
+
+from harness.secrets import redactor
+
+if TYPE_CHECKING:
+    from weave.trace.call import Call
+    from weave.trace.weave_client import WeaveClient
+
+Span: TypeAlias = "Call"
+"""A started span: a weave `Call`. Set `span.output` inside `Tracer.span` to record an output."""
+
+LOCAL_ENTITY = "local"
+LOCAL_PROJECT = "harness"
+DEFAULT_STORE = Path(".harness/traces.db")
+
+
+class Tracer:
+    """No-op when disabled (zero cost); otherwise records calls through a WeaveClient."""
+
+    def __init__(self, client: WeaveClient | None) -> None:
+        self.client = client
+        self.enabled = client is not None
+        if client is not None:
+            from weave.object.obj import Object
+
+            self._weave_object = Object
+            self._redact = redactor()
+
+    def start(
+        self,
+        op: str,
+        inputs: dict[str, Any],
+        attributes: dict[str, Any] | None = None,
+        parent: Span | None = None,
+        display_name: str | None = None,
+    ) -> Span | None:
+        """Start a span under `parent` (a new trace when None); None when disabled."""
+        if self.client is None:
+            return None
+        return self.client.create_call(
+            op,
+            self._plain(inputs),
+            parent=parent,
+            attributes=attributes,
+            display_name=display_name,
+            use_stack=False,
+        )
+
+    def end(
+        self, span: Span | None, output: Any = None, exception: BaseException | None = None
+    ) -> None:
+        """End a span with its output, or with the exception that stopped it."""
+        if self.client is None or span is None:
+            return
+        self.client.finish_call(span, self._plain(output), exception)
+
+    @contextmanager
+    def span(
+        self,
+        op: str,
+        inputs: dict[str, Any],
+        attributes: dict[str, Any] | None = None,
+        parent: Span | None = None,
+        display_name: str | None = None,
+    ) -> Iterator[Span | None]:
+        """A span around a block: ends with `span.output` (None unless the block set it), or
+        with the exception that propagates, which is then re-raised. Within the block it is the
+        current span, so `child_span` calls nest under it."""
+        span = self.start(op, inputs, attributes, parent, display_name)
+        token = _CURRENT.set(_Current(self, span, attributes or {})) if span is not None else None
+        try:
+            yield span
+        except BaseException as error:
+            self.end(span, exception=error)
+            raise
+        finally:
+            if token is not None:
+                _CURRENT.reset(token)
+        if span is not None:
+            self.end(span, span.output)
+
+    def _plain(self, value: Any) -> Any:
+        """`value` with its pydantic models (other than weave's objects) dumped to JSON data,
+        and every string redacted: an API key never reaches a trace."""
+        if isinstance(value, BaseModel) and not isinstance(value, self._weave_object):
+            value = value.model_dump(mode="json")
+        if type(value) is str:
+            return self._redact(value)
+        # Exact types only: weave's own containers (a `WeaveDict` row) carry refs to keep.
+        if type(value) is dict:
+            return {key: self._plain(item) for key, item in value.items()}
+        if type(value) in (list, tuple):
+            return [self._plain(item) for item in value]
+        return value
+
+    def flush(self) -> None:
+        """Wait until every span started so far is written."""
+        if self.client is not None:
+            self.client.flush()
+
+    def close(self) -> None:
+        """Flush, stop being weave's global client, and close the local store if any."""
+        if self.client is None:
+            return
+        from weave.trace.context import weave_client_context
+
+        from harness.trace_store import LocalTraceServer
+
+        self.client.flush()
+        if weave_client_context.get_weave_client() is self.client:
+            weave_client_context.set_weave_client_global(None)
+        if isinstance(self.client.server, LocalTraceServer):
+            self.client.server.close()
+        self.client = None
+        self.enabled = False
+
+
+NO_TRACER = Tracer(None)
+
+
+@dataclass(frozen=True)
+class _Current:
+    tracer: Tracer
+    span: Span
+    attributes: dict[str, Any]
+
+
+# The span that new child spans nest under, per asyncio task (each episode runs in its own).
+_CURRENT: ContextVar[_Current | None] = ContextVar("harness_current_span", default=None)
+
+
+@dataclass
+class SpanResult:
+    """What a `child_span` block records: its output, and an error that did not raise (an
+    episode that ended in error still has a transcript to keep)."""
+
+    output: Any = None
+    error: BaseException | None = None
+
+
+@contextmanager
+def child_span(
+    op: str, inputs: dict[str, Any], attributes: dict[str, Any] | None = None
+) -> Iterator[SpanResult]:
+    """A span nested under the current one, carrying its attributes plus `attributes`; a no-op
+    costing one context lookup when no span is current (tracing off)."""
+    current = _CURRENT.get()
+    result = SpanResult()
+    if current is None:
+        yield result
+        return
+    merged = {**current.attributes, **(attributes or {})}
+    span = current.tracer.start(op, inputs, merged, parent=current.span)
+    token = _CURRENT.set(_Current(current.tracer, span, merged)) if span is not None else None
+    try:
+        yield result
+    except BaseException as error:
+        current.tracer.end(span, result.output, exception=error)
+        raise
+    finally:
+        if token is not None:
+            _CURRENT.reset(token)
+    current.tracer.end(span, result.output, exception=result.error)
+
+
+def open_tracer(project: str | None = None, store: Path = DEFAULT_STORE) -> Tracer:
+    """A tracer on the W&B project `entity/project` (online, needs `WANDB_API_KEY`), or with
+    `project=None` on the local SQLite store at `store`."""
+    _quiet_environment()
+    if project is None:
+        return Tracer(open_local_client(store))
+    import weave
+    from weave.wandb_interface.context import get_wandb_auth_context
+
+    if get_wandb_auth_context() is None:  # weave.init would prompt for a login and wait
+        raise RuntimeError(
+            f"tracing to {project} needs W&B credentials: set WANDB_API_KEY or run `wandb login`"
+        )
+    return Tracer(weave.init(project))
+
+
+def open_local_client(store: Path = DEFAULT_STORE) -> WeaveClient:
+    """A weave client on the local store, made weave's global client (which feedback and ref
+    reads need); also for reading traces back."""
+    _quiet_environment()
+    # A call link would point at wandb.ai, where local traces are not.
+    os.environ.setdefault("WEAVE_PRINT_CALL_LINK", "false")
+    from weave.trace.context import weave_client_context
+    from weave.trace.weave_client import WeaveClient
+
+    from harness.trace_store import LocalTraceServer
+
+    store.parent.mkdir(parents=True, exist_ok=True)
+    client = WeaveClient(
+        LOCAL_ENTITY, LOCAL_PROJECT, LocalTraceServer(store), ensure_project_exists=False
+    )
+    # weave keeps the first global client it is given; replace it explicitly.
+    weave_client_context.set_weave_client_global(None)
+    weave_client_context.set_weave_client_global(client)
+    return client
+
+
+def _quiet_environment() -> None:
+    """Before weave is imported: no error reports to Sentry, and wandb does not start weave."""
+    os.environ.setdefault("WANDB_ERROR_REPORTING", "false")
+    os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")
