@@ -74,7 +74,7 @@ def test_extends_merges_child_over_parent_and_can_drop_a_skill(workspace: Path) 
     variant = load_agent(agents / "child.yaml").spec
     assert set(variant.skills) == {"refund-policy", "extra"}
     assert variant.parameters.max_tool_steps == 3
-    assert variant.parameters.max_tokens == 160  # inherited through two levels
+    assert variant.parameters.max_tokens == 96  # inherited through two levels
     assert variant.tools[0] == "find_customer"
     assert variant.model.id == "local/smollm2"
     prompt = variant.full_system_prompt()
