@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from harness.models import ModelRuntime
+    from harness.specs.agent import ModelRef
     from harness.specs.load import Override
 
 app = typer.Typer(
@@ -57,6 +59,59 @@ def split_overrides(texts: list[str]) -> dict[str, list[Override]]:
     return routed
 
 
+StoreOpt = Annotated[Path, typer.Option(help="SQLite results file.")]
+CacheOpt = Annotated[Path, typer.Option(help="Response cache file.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache.")]
+PricesOpt = Annotated[
+    Path | None, typer.Option(help="YAML of USD per million tokens, over the bundled prices.")
+]
+TimeoutOpt = Annotated[float, typer.Option(min=0.01, help="Seconds per model call.")]
+RetriesOpt = Annotated[int, typer.Option(min=0, help="Retries of a failed model call.")]
+JudgeOpt = Annotated[
+    str,
+    typer.Option(
+        help="Model of llm_judge checks: an id, or a mapping like "
+        "'{id: openai/gpt-4.1-mini, base_url: ...}'."
+    ),
+]
+DEFAULT_STORE = Path(".harness/results.db")
+DEFAULT_CACHE = Path(".harness/cache.db")
+DEFAULT_JUDGE = "local/smollm2"
+
+
+def parse_model_option(option: str, text: str) -> ModelRef:
+    """A model given on the command line, as an id or a YAML mapping."""
+    import yaml
+    from pydantic import ValidationError
+
+    from harness.specs.agent import ModelRef
+    from harness.specs.load import Location, SpecError, format_path
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        data = text
+    try:
+        return ModelRef.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = Location(f"{option} {text}")
+        raise SpecError.at(where, format_path(error["loc"]), error["msg"]) from None
+
+
+def build_runtime(
+    cache: Path, no_cache: bool, prices: Path | None, timeout: float, retries: int
+) -> ModelRuntime:
+    """The model runtime of a command: cache, prices and retry policy."""
+    from harness.models import CallPolicy, ModelRuntime, PriceTable, ResponseCache
+
+    return ModelRuntime(
+        cache=None if no_cache else ResponseCache(cache),
+        prices=PriceTable(prices),
+        policy=CallPolicy(timeout_s=timeout, max_retries=retries),
+    )
+
+
 @app.command("run-eval")
 def run_eval(
     tasks: Annotated[list[Path], typer.Option("--tasks", help="Task files or folders.")],
@@ -64,7 +119,7 @@ def run_eval(
     personas: Annotated[
         Path | None, typer.Option(help="Personas folder (default: nearest personas/ folder).")
     ] = None,
-    store: Annotated[Path, typer.Option(help="SQLite results file.")] = Path(".harness/results.db"),
+    store: StoreOpt = DEFAULT_STORE,
     trials: Annotated[int, typer.Option(min=1, help="Episodes per task.")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes run at once.")] = 8,
     set_: Annotated[
@@ -74,15 +129,12 @@ def run_eval(
             help="Override a field: agent.PATH=VALUE, task.PATH=VALUE or persona.PATH=VALUE.",
         ),
     ] = None,
-    cache: Annotated[Path, typer.Option(help="Response cache file.")] = Path(".harness/cache.db"),
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Neither read nor write the cache.")
-    ] = False,
-    prices: Annotated[
-        Path | None, typer.Option(help="YAML of USD per million tokens, over the bundled prices.")
-    ] = None,
-    timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per model call.")] = 60.0,
-    retries: Annotated[int, typer.Option(min=0, help="Retries of a failed model call.")] = 4,
+    judge_model: JudgeOpt = DEFAULT_JUDGE,
+    cache: CacheOpt = DEFAULT_CACHE,
+    no_cache: NoCacheOpt = False,
+    prices: PricesOpt = None,
+    timeout: TimeoutOpt = 60.0,
+    retries: RetriesOpt = 4,
     weave_project: Annotated[
         str | None, typer.Option(help="Trace to this W&B project (entity/project), online.")
     ] = None,
@@ -95,7 +147,6 @@ def run_eval(
     import asyncio
 
     from harness.evaluate import evaluate
-    from harness.models import CallPolicy, ModelRuntime, PriceTable, ResponseCache
     from harness.report.terminal import print_summary
     from harness.sim.suite import check_variant, load_suite
     from harness.specs.load import load_agent
@@ -107,17 +158,15 @@ def run_eval(
         variant = load_agent(agent, routed["agent"])
         cases = load_suite(tasks, personas, routed["task"], routed["persona"])
         check_variant(variant, cases)
-        price_table = PriceTable(prices)
-    runtime = ModelRuntime(
-        cache=None if no_cache else ResponseCache(cache),
-        prices=price_table,
-        policy=CallPolicy(timeout_s=timeout, max_retries=retries),
-    )
+        judge = parse_model_option("--judge-model", judge_model)
+        runtime = build_runtime(cache, no_cache, prices, timeout, retries)
     config = {
         "tasks": [str(p) for p in tasks],
+        "personas": str(personas) if personas else None,
         "agent": str(agent),
         "overrides": set_ or [],
         "trials": trials,
+        "judge_model": judge.model_dump(mode="json"),
         "variant": variant.spec.model_dump(mode="json"),
     }
     tracer = NO_TRACER if no_traces else open_tracer(weave_project, traces)
@@ -133,13 +182,66 @@ def run_eval(
                 config=config,
                 runtime=runtime,
                 tracer=tracer,
+                judge_model=judge,
             )
         )
     finally:
         results.close()
         runtime.close()
         tracer.close()
-    print_summary(summary, str(store), unpriced=sorted(price_table.unpriced))
+    print_summary(summary, str(store), unpriced=sorted(runtime.prices.unpriced))
+
+
+@app.command()
+def grade(
+    run_id: Annotated[str, typer.Argument(help="The stored run to re-score.")],
+    store: StoreOpt = DEFAULT_STORE,
+    judge_model: Annotated[
+        str | None, typer.Option(help="Judge model (default: the one the run used).")
+    ] = None,
+    cache: CacheOpt = DEFAULT_CACHE,
+    no_cache: NoCacheOpt = False,
+    prices: PricesOpt = None,
+    timeout: TimeoutOpt = 60.0,
+    retries: RetriesOpt = 4,
+) -> None:
+    """Re-score a run's stored transcripts with the tasks' current checks, without simulating
+    again; the new verdicts are stored beside the old ones."""
+    import asyncio
+
+    from harness.evaluate import regrade
+    from harness.report.terminal import print_summary
+    from harness.sim.suite import load_suite
+    from harness.specs.agent import ModelRef
+    from harness.specs.load import Location, SpecError
+    from harness.store import Store
+
+    results = Store(store) if store.is_file() else None
+    info = results.run(run_id) if results else None
+    with user_errors():
+        if info is None:
+            raise SpecError.at(Location(str(store)), "", f"no run {run_id!r} in the store")
+        routed = split_overrides(info.config.get("overrides", []))
+        personas = info.config.get("personas")
+        cases = load_suite(
+            [Path(p) for p in info.config["tasks"]],
+            Path(personas) if personas else None,
+            routed["task"],
+            routed["persona"],
+        )
+        judge = (
+            parse_model_option("--judge-model", judge_model)
+            if judge_model
+            else ModelRef.model_validate(info.config.get("judge_model") or DEFAULT_JUDGE)
+        )
+        runtime = build_runtime(cache, no_cache, prices, timeout, retries)
+    assert results is not None
+    try:
+        summary = asyncio.run(regrade(results, run_id, cases, runtime, judge))
+    finally:
+        results.close()
+        runtime.close()
+    print_summary(summary, str(store), unpriced=sorted(runtime.prices.unpriced))
 
 
 @app.command()

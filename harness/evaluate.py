@@ -8,13 +8,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.grading.checks import CheckContext
 from harness.grading.normative import grade
 from harness.grading.result import Verdict
 from harness.models import ModelRuntime
 from harness.sim.agent import make_agent
 from harness.sim.episode import EpisodeSpec, run_episode
 from harness.sim.suite import TaskCase
-from harness.specs.agent import AgentVariant
+from harness.specs.agent import AgentVariant, ModelRef
+from harness.specs.task import Task
 from harness.store import Store
 from harness.tracing import NO_TRACER, Tracer, child_span
 from harness.transcript import Transcript, Usage
@@ -42,6 +44,19 @@ class EpisodeRow:
     usage: Usage
     user_usage: Usage
 
+    @classmethod
+    def of(cls, task: Task, transcript: Transcript, verdict: Verdict) -> EpisodeRow:
+        return cls(
+            task.id,
+            task.level,
+            transcript.trial,
+            transcript.turns,
+            transcript.end_reason.value,
+            verdict,
+            transcript.usage,
+            transcript.user_usage,
+        )
+
 
 @dataclass
 class RunSummary:
@@ -62,6 +77,7 @@ async def evaluate(
     config: dict[str, Any] | None = None,
     runtime: ModelRuntime | None = None,
     tracer: Tracer = NO_TRACER,
+    judge_model: ModelRef | None = None,
 ) -> RunSummary:
     """Play `trials` episodes of every task (at most `concurrency` at once), grade and store
     each one as it finishes. With a tracer, the run is one `harness.evaluation` trace whose
@@ -102,7 +118,8 @@ async def evaluate(
                         f"{transcript.error.side}: {transcript.error.message}"
                     )
                 with child_span("harness.grade", {"task_id": case.task.id}) as graded:
-                    verdict = graded.output = grade(case.task, transcript)
+                    context = CheckContext(case.task, runtime, judge_model)
+                    verdict = graded.output = await grade(transcript, context)
             return case, transcript, verdict
 
     jobs = [one(case, trial) for case in cases for trial in range(trials)]
@@ -113,22 +130,37 @@ async def evaluate(
             for finished in asyncio.as_completed(jobs):
                 case, transcript, verdict = await finished
                 store.add_episode(run_id, transcript, verdict)
-                summary.rows.append(
-                    EpisodeRow(
-                        case.task.id,
-                        case.task.level,
-                        transcript.trial,
-                        transcript.turns,
-                        transcript.end_reason.value,
-                        verdict,
-                        transcript.usage,
-                        transcript.user_usage,
-                    )
-                )
+                summary.rows.append(EpisodeRow.of(case.task, transcript, verdict))
             if evaluation is not None:
                 evaluation.output = dict(Counter(row.verdict.outcome for row in summary.rows))
     finally:
         await runtime.aclose()
     summary.rows.sort(key=lambda row: (row.task_id, row.trial))
     store.finish_run(run_id)
+    return summary
+
+
+async def regrade(
+    store: Store,
+    run_id: str,
+    cases: list[TaskCase],
+    runtime: ModelRuntime,
+    judge_model: ModelRef | None,
+) -> RunSummary:
+    """Grade a stored run's transcripts again with the tasks' current checks; the new verdicts
+    are stored beside the old ones. Transcripts of tasks that no longer exist are skipped."""
+    info = store.run(run_id)
+    assert info is not None
+    by_id = {case.task.id: case for case in cases}
+    summary = RunSummary(run_id, info.variant, info.variant_hash)
+    try:
+        for transcript in store.transcripts(run_id):
+            case = by_id.get(transcript.task_id)
+            if case is None:
+                continue
+            verdict = await grade(transcript, CheckContext(case.task, runtime, judge_model))
+            store.add_verdict(run_id, verdict)
+            summary.rows.append(EpisodeRow.of(case.task, transcript, verdict))
+    finally:
+        await runtime.aclose()
     return summary

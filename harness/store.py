@@ -129,6 +129,11 @@ class Store:
             )
             self._insert_verdict(run_id, verdict)
 
+    def add_verdict(self, run_id: str, verdict: Verdict) -> None:
+        """Store a new verdict for a stored episode (re-scoring); older verdicts are kept."""
+        with self.db:
+            self._insert_verdict(run_id, verdict)
+
     def _insert_verdict(self, run_id: str, verdict: Verdict) -> None:
         self.db.execute(
             "INSERT INTO verdicts (run_id, task_id, trial, outcome, score, graded_at, verdict)"

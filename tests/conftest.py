@@ -20,6 +20,7 @@ os.environ.update(
 ROOT = Path(__file__).resolve().parents[1]
 # The bundled variants run on the embedded model; exact tests swap in the scripted rules.
 SCRIPTED = "agent.model={id: scripted, script: agents/scripts/support.yaml}"
+JUDGE = "{id: scripted, script: agents/scripts/judge.yaml}"
 
 
 @pytest.fixture(autouse=True)

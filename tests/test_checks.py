@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Literal
 
 import pytest
 from pydantic import TypeAdapter
 
-from harness.grading.checks import register_check, run_check
+from harness.grading.checks import CheckContext, register_check, run_check
 from harness.grading.normative import decide, grade
 from harness.specs.checks import Check, CheckBase
 from harness.specs.task import Task
 from harness.transcript import EndReason, EpisodeError, Message, Side, ToolCall, Transcript
 
 CHECK = TypeAdapter(Check)
+
+
+def check(spec, transcript_=None):
+    """Run one check against the standard transcript (or another)."""
+    context = CheckContext(task({"kind": "text", "contains": "x"}))
+    return asyncio.run(run_check(spec, transcript_ or transcript(), context))
 
 
 def transcript(**changes) -> Transcript:
@@ -121,7 +128,7 @@ def transcript(**changes) -> Transcript:
     ],
 )
 def test_rule_check(spec: dict, outcome: str, reason: str) -> None:
-    result = run_check(CHECK.validate_python(spec), transcript())
+    result = check(CHECK.validate_python(spec))
     assert (result.outcome, result.reason) == (outcome, reason)
     assert result.score == (1.0 if outcome == "pass" else 0.0)
 
@@ -146,10 +153,14 @@ FAILING = {"kind": "text", "contains": "voucher"}
 
 
 def test_verdict_needs_every_hard_check_and_scores_the_soft_ones() -> None:
-    verdict = grade(task(PASSING, {**FAILING, "hard": False, "weight": 3}), transcript())
+    verdict = asyncio.run(
+        grade(transcript(), CheckContext(task(PASSING, {**FAILING, "hard": False, "weight": 3})))
+    )
     assert verdict.outcome == "pass"
     assert verdict.score == 0.25
-    verdict = grade(task(PASSING, FAILING, {**FAILING, "diagnostic": True}), transcript())
+    verdict = asyncio.run(
+        grade(transcript(), CheckContext(task(PASSING, FAILING, {**FAILING, "diagnostic": True})))
+    )
     assert verdict.outcome == "fail"
     assert [c.name for c in verdict.failed_checks()] == ["text"]
     assert verdict.score == 0.5
@@ -160,7 +171,7 @@ def test_an_episode_error_is_an_error_verdict_never_a_fail() -> None:
         end_reason=EndReason.ERROR,
         error=EpisodeError(side=Side.USER_SIMULATOR, message="no rule matches"),
     )
-    verdict = grade(task(FAILING), broken)
+    verdict = asyncio.run(grade(broken, CheckContext(task(FAILING))))
     assert verdict.outcome == "error"
     assert verdict.error_side == Side.USER_SIMULATOR
     assert verdict.reason == "no rule matches"
@@ -171,20 +182,20 @@ class ExplodingCheck(CheckBase):
 
 
 @register_check("explode")
-def _explode(spec: ExplodingCheck, transcript: Transcript):
+def _explode(spec: ExplodingCheck, transcript: Transcript, context: CheckContext):
     raise KeyError("boom")
 
 
 def test_a_check_that_crashes_is_an_error_result() -> None:
-    result = run_check(ExplodingCheck(), transcript())
+    result = check(ExplodingCheck())
     assert (result.outcome, result.score) == ("error", 0.0)
     assert result.reason == "check crashed: KeyError: 'boom'"
 
 
 def test_an_undecided_hard_check_makes_an_error_verdict_unless_another_fails() -> None:
-    crashed = run_check(ExplodingCheck(), transcript())
-    passed = run_check(CHECK.validate_python(PASSING), transcript())
-    failed = run_check(CHECK.validate_python(FAILING), transcript())
+    crashed = check(ExplodingCheck())
+    passed = check(CHECK.validate_python(PASSING))
+    failed = check(CHECK.validate_python(FAILING))
     verdict = decide(transcript(), [passed, crashed])
     assert (verdict.outcome, verdict.error_side) == ("error", Side.CHECKER)
     assert verdict.reason == "explode: check crashed: KeyError: 'boom'"

@@ -13,7 +13,7 @@ from harness.grading.result import Verdict
 from harness.store import Store
 from harness.tracing import Tracer, open_local_client
 from harness.transcript import Transcript
-from tests.conftest import SCRIPTED, run_harness
+from tests.conftest import JUDGE, SCRIPTED, run_harness
 
 TASKS = ["tasks/support/refund-by-email.yaml", "tasks/support/dispute-handoff.yaml"]
 
@@ -36,6 +36,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]
         "2",
         "--set",
         SCRIPTED,
+        "--judge-model",
+        JUDGE,
     )
     assert done.returncode == 0, done.stderr
     with sqlite3.connect(store) as db:
@@ -77,10 +79,11 @@ def test_calls_nest_evaluation_episode_turn_model_and_tool(recorded) -> None:
     assert set(parents["harness.episode"]) == {"harness.evaluation"}
     assert set(parents["harness.grade"]) == {"harness.episode"}
     assert set(parents["harness.turn"]) == {"harness.episode"}
-    assert set(parents["harness.model_call"]) == {"harness.turn"}
+    assert parents["harness.model_call"] == Counter({"harness.turn": 16, "harness.grade": 2})
     assert set(parents["harness.tool_call"]) == {"harness.turn"}
-    # refund-by-email: 3 turns, 7 model calls, 4 tool calls; dispute-handoff: 1, 1, 1; x2 trials
-    assert ops["harness.turn"] == 8 and ops["harness.model_call"] == 16
+    # refund-by-email: 3 turns, 7 model calls, 4 tool calls; dispute-handoff: 1, 1, 1 and one
+    # judge call for its llm_judge check; x2 trials
+    assert ops["harness.turn"] == 8 and ops["harness.model_call"] == 18
     assert ops["harness.tool_call"] == 10
 
     for call in calls:
@@ -178,5 +181,7 @@ def test_no_traces_records_nothing(tmp_path: Path) -> None:
         "--no-traces",
         "--set",
         SCRIPTED,
+        "--judge-model",
+        JUDGE,
     )
     assert done.returncode == 0 and not traces.exists()

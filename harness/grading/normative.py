@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from harness.grading.checks import run_check
+import asyncio
+
+from harness.grading.checks import CheckContext, error_side, run_check
 from harness.grading.result import CheckResult, Verdict
-from harness.specs.task import Task
-from harness.transcript import Side, Transcript
+from harness.transcript import Transcript
 
 
-def grade(task: Task, transcript: Transcript) -> Verdict:
-    """Run every check of the task on one episode and decide its verdict."""
-    return decide(transcript, [run_check(check, transcript) for check in task.checks])
+async def grade(transcript: Transcript, context: CheckContext) -> Verdict:
+    """Run every check of the task on one episode (concurrently) and decide its verdict."""
+    checks = context.task.checks
+    results = await asyncio.gather(*(run_check(c, transcript, context) for c in checks))
+    return decide(transcript, list(results))
 
 
 def decide(transcript: Transcript, results: list[CheckResult]) -> Verdict:
@@ -35,7 +38,9 @@ def decide(transcript: Transcript, results: list[CheckResult]) -> Verdict:
         return Verdict(**base, outcome="fail", reason=_reasons(failed))
     errored = [c for c in results if c.gates and c.outcome == "error"]
     if errored:
-        return Verdict(**base, outcome="error", error_side=Side.CHECKER, reason=_reasons(errored))
+        return Verdict(
+            **base, outcome="error", error_side=error_side(errored), reason=_reasons(errored)
+        )
     return Verdict(**base, outcome="pass", reason="all hard checks passed")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -9,6 +10,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.transcript import Side
 
 Outcome = Literal["pass", "fail", "error"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a check handler decided: the uniform shape every check kind returns."""
+
+    outcome: Outcome
+    reason: str
+    score: float | None = None  # None: 1 for a pass, 0 otherwise
+    error_side: Side = Side.CHECKER  # who failed, when the outcome is an error
 
 
 class CheckResult(BaseModel):
@@ -19,8 +30,13 @@ class CheckResult(BaseModel):
     name: str = Field(description="The check's label.")
     kind: str = Field(description="The check kind.")
     outcome: Outcome = Field(description="pass, fail, or error when the check could not decide.")
-    score: float = Field(default=0.0, ge=0, le=1, description="1 for a pass, 0 for a fail.")
+    score: float = Field(
+        default=0.0, ge=0, le=1, description="1 for a pass, 0 for a fail, or the graded score."
+    )
     reason: str = Field(default="", description="Why, in one line.")
+    error_side: Side | None = Field(
+        default=None, description="For an error: checker (rule or code) or judge."
+    )
     hard: bool = Field(default=True, description="Copied from the check spec.")
     weight: float = Field(default=1.0, description="Copied from the check spec.")
     diagnostic: bool = Field(default=False, description="Copied from the check spec.")

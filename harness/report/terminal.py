@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.evaluate import RunSummary
-from harness.stats import wilson_interval
+from harness.stats import bootstrap_interval, suite_pass_hat_k, wilson_interval
 from harness.transcript import Usage
 
 STYLES = {"pass": "green", "fail": "red", "error": "yellow"}
@@ -60,9 +60,32 @@ def print_summary(
     rate = f"{counts['pass'] / graded:.1%}" if graded else "n/a"
     console.print(
         f"pass rate [bold]{rate}[/bold] ({counts['pass']}/{graded}, 95% Wilson CI "
-        f"{low:.1%}-{high:.1%})"
-        + (f"; [yellow]{counts['error']} error(s) excluded[/yellow]" if counts["error"] else "")
+        f"{low:.1%}-{high:.1%}); failures {counts['fail']}"
     )
+    outcomes: dict[str, list[bool]] = {}
+    for row in summary.rows:
+        if row.verdict.outcome != "error":
+            outcomes.setdefault(row.task_id, []).append(row.verdict.outcome == "pass")
+    trials = min((len(v) for v in outcomes.values()), default=0)
+    if trials > 1:
+        by_task = bootstrap_interval(outcomes)
+        hat = ", ".join(
+            f"pass^{k} {suite_pass_hat_k(outcomes, k):.1%}" for k in range(1, trials + 1)
+        )
+        console.print(
+            f"per task over {trials} trials: {by_task.estimate:.1%} (95% bootstrap CI "
+            f"by task {by_task.low:.1%}-{by_task.high:.1%}); {hat}"
+        )
+    if counts["error"]:
+        sides = Counter(
+            row.verdict.error_side.value
+            for row in summary.rows
+            if row.verdict.outcome == "error" and row.verdict.error_side
+        )
+        by_side = ", ".join(f"{side} {n}" for side, n in sorted(sides.items()))
+        console.print(
+            f"[yellow]errors {counts['error']} ({by_side}): not counted as pass or fail[/yellow]"
+        )
     for role, attribute in (("agent", "usage"), ("user simulator", "user_usage")):
         total = Usage()
         for row in summary.rows:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from harness.specs.agent import ModelRef
 from harness.specs.base import Spec
 
 
@@ -39,22 +40,56 @@ class CheckBase(Spec):
 
 
 class StateCheck(CheckBase):
-    """The final environment state contains the expected values (a partial, recursive match)."""
+    """The final environment state matches: a partial, recursive expectation (`expect`), or the
+    values a JSONPath expression selects (`path` with `equals` or `exists`)."""
 
     kind: Literal["state"]
-    expect: dict[str, Any] = Field(
+    expect: dict[str, Any] | None = Field(
+        default=None,
         description=(
             "Partial expected state: every key given must be present with an equal value; "
             "nested mappings match recursively, lists must be equal."
-        )
+        ),
+    )
+    path: str | None = Field(
+        default=None,
+        description="JSONPath into the final state, e.g. \"$.refunds[?order_id = 'O-1'].amount\".",
+    )
+    equals: Any = Field(
+        default=None, description="With `path`: every selected value must equal this."
+    )
+    exists: bool | None = Field(
+        default=None, description="With `path`: something is (true) or nothing is (false) selected."
     )
 
     @field_validator("expect")
     @classmethod
-    def _not_empty(cls, value: dict[str, Any]) -> dict[str, Any]:
-        if not value:
+    def _not_empty(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and not value:
             raise ValueError("must name at least one expected value (an empty match always passes)")
         return value
+
+    @field_validator("path")
+    @classmethod
+    def _valid_path(cls, value: str | None) -> str | None:
+        if value is not None:
+            from jsonpath_ng.ext import parse
+
+            try:
+                parse(value)
+            except Exception as exc:  # jsonpath-ng raises several exception types
+                raise ValueError(f"invalid JSONPath: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_form(self) -> StateCheck:
+        if (self.expect is None) == (self.path is None):
+            raise ValueError("give exactly one of 'expect' or 'path'")
+        if self.path is not None and (self.exists is None) == (
+            "equals" not in self.model_fields_set
+        ):
+            raise ValueError("with 'path', give exactly one of 'equals' or 'exists'")
+        return self
 
 
 class ToolCalledCheck(CheckBase):
@@ -108,4 +143,96 @@ class TextCheck(CheckBase):
         return self
 
 
-Check = Annotated[StateCheck | ToolCalledCheck | TextCheck, Field(discriminator="kind")]
+class ToolOrderCheck(CheckBase):
+    """The agent called these tools in this order (other calls may come between them)."""
+
+    kind: Literal["tool_order"]
+    tools: list[str] = Field(min_length=2, description="Tool names, in the order required.")
+
+
+class JsonSchemaCheck(CheckBase):
+    """A message or a tool's arguments validate against a JSON Schema."""
+
+    kind: Literal["json_schema"]
+    schema_: dict[str, Any] = Field(alias="schema", description="The JSON Schema.")
+    target: Literal["final_message", "tool_arguments"] = Field(
+        default="final_message",
+        description="The agent's final reply parsed as JSON (a fenced ```json block is found), "
+        "or the arguments of every call of `tool`.",
+    )
+    tool: str | None = Field(default=None, description="With target tool_arguments: the tool.")
+
+    @field_validator("schema_")
+    @classmethod
+    def _valid_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        import jsonschema
+
+        try:
+            jsonschema.Draft202012Validator.check_schema(value)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"invalid JSON Schema: {exc.message}") from None
+        if not value:
+            raise ValueError("an empty schema accepts everything and would always pass")
+        return value
+
+    @model_validator(mode="after")
+    def _tool_for_arguments(self) -> JsonSchemaCheck:
+        if (self.target == "tool_arguments") != (self.tool is not None):
+            raise ValueError("'tool' is required with target tool_arguments and only allowed there")
+        return self
+
+
+class PythonCheck(CheckBase):
+    """Checker code shipped with the task (VerIF style), run in a sandbox: a function of the
+    transcript (as JSON data) returning bool, a score in [0, 1], or (bool or score, reason)."""
+
+    kind: Literal["python"]
+    code: str | None = Field(default=None, description="The checker's source code.")
+    file: str | None = Field(
+        default=None, description="A file with the checker's code, relative to the task file."
+    )
+    function: str = Field(
+        default="check",
+        description="Function to call: `check(transcript)`, or VerInstruct's "
+        "`check_following(instruction, response)` with the task's instructions and the "
+        "agent's final reply.",
+    )
+    threshold: float = Field(
+        default=1.0, ge=0, le=1, description="Lowest score that passes, when a score is returned."
+    )
+    timeout_s: float = Field(default=10, gt=0, le=600, description="Wall-time limit.")
+    memory_mb: int = Field(default=512, ge=64, description="Address-space limit.")
+
+    @model_validator(mode="after")
+    def _code_or_file(self) -> PythonCheck:
+        if (self.code is None) == (self.file is None):
+            raise ValueError("give exactly one of 'code' or 'file'")
+        if self.code is not None and not self.code.strip():
+            raise ValueError("'code' is empty")
+        return self
+
+
+class LLMJudgeCheck(CheckBase):
+    """A model in the `judge` role decides whether the conversation meets a criterion."""
+
+    kind: Literal["llm_judge"]
+    criterion: str = Field(min_length=1, description="What must be true of the conversation.")
+    rubric: str = Field(default="", description="How to decide: what passes, what fails.")
+    model: ModelRef | None = Field(
+        default=None, description="The judge model; by default the run's `--judge-model`."
+    )
+    retries: int = Field(
+        default=1, ge=0, le=5, description="Re-asks when the judgement cannot be parsed."
+    )
+
+
+Check = Annotated[
+    StateCheck
+    | ToolCalledCheck
+    | ToolOrderCheck
+    | TextCheck
+    | JsonSchemaCheck
+    | PythonCheck
+    | LLMJudgeCheck,
+    Field(discriminator="kind"),
+]

@@ -445,7 +445,10 @@ def _relative_file(
     """Resolve a relative file reference in place, against the file that wrote it."""
     parent: Any = data
     for key in keys[:-1]:
-        parent = parent.get(key) if isinstance(parent, dict) else None
+        if isinstance(parent, list) and isinstance(key, int) and key < len(parent):
+            parent = parent[key]
+        else:
+            parent = parent.get(key) if isinstance(parent, dict) else None
     if not isinstance(parent, dict) or not isinstance(parent.get(keys[-1]), str):
         return
     reference, suffix = parent[keys[-1]], ""
@@ -491,11 +494,17 @@ def load_agent(path: Path, overrides: list[Override] | None = None) -> Loaded[Ag
 
 
 def load_task(path: Path, overrides: list[Override] | None = None) -> Loaded[Task]:
-    """Load a task; `start.state_file` is resolved against the task file and must be JSON."""
+    """Load a task; files it names (start state, checker code) are resolved against it, and a
+    state file must be JSON."""
     data, positions = read_mapping(path)
     _expect_kind(path, data, positions, "task")
     data = apply_overrides(data, overrides or [], positions)
-    for keys in (("start", "state_file"), ("start", "state_db")):
+    checks = data.get("checks") if isinstance(data.get("checks"), list) else []
+    file_keys = [("start", "state_file"), ("start", "state_db")]
+    file_keys += [
+        ("checks", i, "file") for i, check in enumerate(checks) if isinstance(check, dict)
+    ]
+    for keys in file_keys:
         _relative_file(path, data, keys, positions)
     task = validate(Task, data, positions, path)
     if task.start.state_file:

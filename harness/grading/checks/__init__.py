@@ -1,40 +1,72 @@
-"""One module per check kind; each registers a handler returning the same `CheckResult`."""
+"""One module per check kind; each registers a handler returning the same `Finding`.
+
+A handler is `(spec, transcript, context) -> Finding` (or an `(outcome, reason)` pair), sync or
+async. The context gives what some kinds need: the task, and the model runtime for judges.
+"""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from harness.grading.result import CheckResult, Outcome
+from harness.grading.result import CheckResult, Finding
+from harness.models import ModelRuntime
 from harness.registry import Registry
+from harness.specs.agent import ModelRef
 from harness.specs.checks import CheckBase
-from harness.transcript import Transcript
+from harness.specs.task import Task
+from harness.transcript import Side, Transcript
 
-Handler = Callable[[Any, Transcript], tuple[Outcome, str]]
+KINDS = ("state", "text", "tool_called", "tool_order", "json_schema", "python", "llm_judge")
+
+
+@dataclass
+class CheckContext:
+    """What grading one episode may use besides its transcript."""
+
+    task: Task
+    runtime: ModelRuntime = field(default_factory=ModelRuntime)
+    judge_model: ModelRef | None = None
+
+
+Handler = Callable[[Any, Transcript, CheckContext], Any]
 HANDLERS: Registry[Handler] = Registry(
-    "check kind",
-    tuple(f"harness.grading.checks.{kind}" for kind in ("state", "text", "tool_called")),
+    "check kind", tuple(f"harness.grading.checks.{kind}" for kind in KINDS)
 )
-register_check = HANDLERS.register  # a handler: `(spec, transcript) -> (outcome, reason)`
+register_check = HANDLERS.register
 
 
-def run_check(spec: CheckBase, transcript: Transcript) -> CheckResult:
+async def run_check(spec: CheckBase, transcript: Transcript, context: CheckContext) -> CheckResult:
     """Run one check; a handler that raises gives an `error` result, never a fail."""
     kind: str = spec.kind  # type: ignore[attr-defined]
     handler = HANDLERS.get(kind)
     try:
         if handler is None:
             raise LookupError(f"no handler registered for check kind '{kind}'")
-        outcome, reason = handler(spec, transcript)
+        found = handler(spec, transcript, context)
+        if inspect.isawaitable(found):
+            found = await found
+        if not isinstance(found, Finding):
+            found = Finding(*found)
     except Exception as exc:
-        outcome, reason = "error", f"check crashed: {type(exc).__name__}: {exc}"
+        found = Finding("error", f"check crashed: {type(exc).__name__}: {exc}")
+    score = found.score if found.score is not None else float(found.outcome == "pass")
     return CheckResult(
         name=spec.label(),
         kind=kind,
-        outcome=outcome,
-        score=1.0 if outcome == "pass" else 0.0,
-        reason=reason,
+        outcome=found.outcome,
+        score=score,
+        reason=found.reason,
+        error_side=found.error_side if found.outcome == "error" else None,
         hard=spec.hard,
         weight=spec.weight,
         diagnostic=spec.diagnostic,
     )
+
+
+def error_side(results: list[CheckResult]) -> Side:
+    """The side to blame for undecided checks: the judge only when every one was a judge's."""
+    sides = {r.error_side for r in results}
+    return Side.JUDGE if sides == {Side.JUDGE} else Side.CHECKER

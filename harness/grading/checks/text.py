@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import re
 
-from harness.grading.checks import register_check
+from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Outcome
 from harness.specs.checks import TextCheck
 from harness.transcript import Transcript
 
 
 @register_check("text")
-def check_text(spec: TextCheck, transcript: Transcript) -> tuple[Outcome, str]:
+def check_text(
+    spec: TextCheck, transcript: Transcript, context: CheckContext
+) -> tuple[Outcome, str]:
     texts = transcript.assistant_texts()
     if spec.scope == "final":
         texts = texts[-1:]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.grading.checks import register_check
+from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Outcome
 from harness.matching import partial_mismatches
 from harness.specs.checks import ToolCalledCheck
@@ -10,7 +10,9 @@ from harness.transcript import Transcript
 
 
 @register_check("tool_called")
-def check_tool_called(spec: ToolCalledCheck, transcript: Transcript) -> tuple[Outcome, str]:
+def check_tool_called(
+    spec: ToolCalledCheck, transcript: Transcript, context: CheckContext
+) -> tuple[Outcome, str]:
     calls = [c for c in transcript.tool_calls() if c.name == spec.tool]
     matching = [c for c in calls if not partial_mismatches(spec.args, c.arguments)]
     count = len(matching)

@@ -1,0 +1,30 @@
+"""`llm_judge`: a model in the judge role decides a criterion; its reasoning is the reason."""
+
+from __future__ import annotations
+
+from harness.grading.checks import CheckContext, register_check
+from harness.grading.judge import JudgeError, Judgement, ask, criterion_prompt
+from harness.grading.result import Finding
+from harness.models import ModelError
+from harness.specs.checks import LLMJudgeCheck
+from harness.transcript import Side, Transcript
+
+
+@register_check("llm_judge")
+async def check_llm_judge(
+    spec: LLMJudgeCheck, transcript: Transcript, context: CheckContext
+) -> Finding:
+    reference = spec.model or context.judge_model
+    if reference is None:
+        return Finding(
+            "error",
+            "no judge model: give --judge-model or the check's model",
+            error_side=Side.JUDGE,
+        )
+    try:
+        model = context.runtime.model(reference, role="judge")
+        prompt = criterion_prompt(spec.criterion, spec.rubric, transcript)
+        judgement = await ask(model, prompt, Judgement, spec.retries, transcript.trial)
+    except (JudgeError, ModelError) as exc:
+        return Finding("error", f"judge: {exc}", error_side=Side.JUDGE)
+    return Finding("pass" if judgement.passed else "fail", judgement.reasoning)

@@ -1,0 +1,54 @@
+"""`python`: checker code shipped with the task, run in the sandbox (VerIF style)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.grading.checks import CheckContext, register_check
+from harness.grading.result import Finding
+from harness.specs.checks import PythonCheck
+from harness.transcript import Transcript
+
+VERINSTRUCT = "check_following"
+
+
+def arguments(spec: PythonCheck, transcript: Transcript, context: CheckContext) -> list[Any]:
+    """`check(transcript)` gets the transcript as JSON data; VerInstruct's
+    `check_following(instruction, response)` gets the task's instructions and the final reply."""
+    if spec.function == VERINSTRUCT:
+        scenario = context.task.scenario
+        replies = transcript.assistant_texts()
+        return [scenario.instructions or scenario.reason, replies[-1] if replies else ""]
+    return [transcript.model_dump(mode="json")]
+
+
+def interpret(value: Any, threshold: float) -> Finding:
+    """A checker's return value: bool, score in [0, 1], or (bool or score, reason)."""
+    reason = ""
+    if isinstance(value, list) and len(value) == 2 and isinstance(value[1], str):
+        value, reason = value
+    if isinstance(value, bool):
+        return Finding("pass" if value else "fail", reason or f"checker returned {value}")
+    if isinstance(value, int | float) and 0 <= value <= 1:
+        outcome = "pass" if value >= threshold else "fail"
+        return Finding(
+            outcome, reason or f"score {value:g} (threshold {threshold:g})", score=float(value)
+        )
+    return Finding(
+        "error",
+        f"checker returned {value!r}; expected a bool, a score in [0, 1], "
+        "or (bool or score, reason)",
+    )
+
+
+@register_check("python")
+async def check_python(spec: PythonCheck, transcript: Transcript, context: CheckContext) -> Finding:
+    from harness.grading.sandbox import SandboxLimits, run_checker
+
+    code = spec.code if spec.code is not None else Path(spec.file or "").read_text()
+    limits = SandboxLimits(wall_s=spec.timeout_s, memory_mb=spec.memory_mb)
+    result = await run_checker(code, spec.function, arguments(spec, transcript, context), limits)
+    if not result.ok:
+        return Finding("error", f"checker failed: {result.error}")
+    return interpret(result.value, spec.threshold)

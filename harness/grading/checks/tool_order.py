@@ -1,0 +1,23 @@
+"""`tool_order`: tools were called in a given order (other calls may come between)."""
+
+from __future__ import annotations
+
+from harness.grading.checks import CheckContext, register_check
+from harness.grading.result import Finding
+from harness.specs.checks import ToolOrderCheck
+from harness.transcript import Transcript
+
+
+@register_check("tool_order")
+def check_tool_order(
+    spec: ToolOrderCheck, transcript: Transcript, context: CheckContext
+) -> Finding:
+    called = [call.name for call in transcript.tool_calls()]
+    position = 0
+    for name in spec.tools:
+        try:
+            position = called.index(name, position) + 1
+        except ValueError:
+            done = " -> ".join(spec.tools[: spec.tools.index(name)]) or "the start"
+            return Finding("fail", f"no {name} after {done}; calls were {called}")
+    return Finding("pass", " -> ".join(spec.tools) + " in order")

@@ -1,0 +1,106 @@
+"""LLM judges: a criterion judged on one conversation, or two conversations compared.
+
+A judgement is JSON the model must produce; a reply that cannot be parsed is asked again (with a
+different seed, so the cache does not return the same reply) and, after the retries, is an
+`error` outcome of the judge, never a fail.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from harness.models import ChatModel, CompletionParams, ModelError
+from harness.transcript import Message, Transcript
+
+J = TypeVar("J", bound=BaseModel)
+
+JUDGE_SYSTEM = (
+    "You are a strict, impartial evaluator of conversations between a customer and a support "
+    "agent. Judge only what the conversation shows; tool calls and their results are part of "
+    "it. Answer with one JSON object and nothing else."
+)
+
+
+class Judgement(BaseModel):
+    """A judge's decision on one criterion."""
+
+    reasoning: str
+    passed: bool
+
+
+class Preference(BaseModel):
+    """A judge's choice between two conversations."""
+
+    reasoning: str
+    better: Literal["1", "2", "tie"]
+
+
+def render(transcript: Transcript) -> str:
+    """The conversation as plain text, tool calls and results included."""
+    lines = []
+    for message in transcript.messages:
+        if message.role == "tool":
+            lines.append(f"[tool result {message.name}] {message.content}")
+            continue
+        if message.content:
+            lines.append(f"{message.role.upper()}: {message.content}")
+        lines += [f"[tool call {c.name}] {json.dumps(c.arguments)}" for c in message.tool_calls]
+    return "\n".join(lines)
+
+
+def criterion_prompt(criterion: str, rubric: str, transcript: Transcript) -> list[Message]:
+    rules = f"\nRubric: {rubric}" if rubric else ""
+    question = (
+        f"Conversation:\n{render(transcript)}\n\nCriterion: {criterion}{rules}\n\n"
+        'Reply with JSON: {"reasoning": "<one or two sentences>", "passed": true or false}'
+    )
+    return [Message(role="system", content=JUDGE_SYSTEM), Message(role="user", content=question)]
+
+
+def pairwise_prompt(goal: str, first: Transcript, second: Transcript) -> list[Message]:
+    question = (
+        f"The customer's goal: {goal}\n\nConversation 1:\n{render(first)}\n\n"
+        f"Conversation 2:\n{render(second)}\n\nWhich agent handled the customer's request "
+        "better (correct actions, policy followed, clear and honest replies)? Reply with JSON: "
+        '{"reasoning": "<one or two sentences>", "better": "1", "2" or "tie"}'
+    )
+    return [Message(role="system", content=JUDGE_SYSTEM), Message(role="user", content=question)]
+
+
+def parse(text: str, model: type[J]) -> J | None:
+    """The first JSON object in the text that validates as `model`, or None."""
+    decoder = json.JSONDecoder()
+    for index, char in enumerate(text):
+        if char != "{":
+            continue
+        try:
+            value = decoder.raw_decode(text, index)[0]
+            return model.model_validate(value)
+        except (ValueError, ValidationError):
+            continue
+    return None
+
+
+class JudgeError(Exception):
+    """The judge gave no usable judgement."""
+
+
+async def ask(
+    model: ChatModel, prompt: list[Message], schema: type[J], retries: int, trial: int = 0
+) -> J:
+    """Ask the judge until it answers in `schema`, at most 1 + `retries` times."""
+    reply = ""
+    for attempt in range(retries + 1):
+        params = CompletionParams(temperature=0.0, max_tokens=400, seed=attempt, trial=trial)
+        try:
+            completion = await model.complete(prompt, [], params)
+        except ModelError as exc:
+            raise JudgeError(str(exc)) from None
+        reply = completion.message.content
+        if (parsed := parse(reply, schema)) is not None:
+            return parsed
+    shown = reply.replace("\n", " ")[:120]
+    raise JudgeError(f"no valid judgement after {retries + 1} attempts; last reply: {shown!r}")

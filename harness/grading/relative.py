@@ -1,0 +1,58 @@
+"""Relative grading: which of two transcripts of the same task, persona and trial is better.
+
+The judge is asked twice with the positions swapped; a winner is declared only when both orders
+agree, and any disagreement is a tie, which cancels the judge's position bias.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from harness.grading.judge import JudgeError, Preference, ask, pairwise_prompt
+from harness.models import ChatModel
+from harness.specs.task import Task
+from harness.transcript import Transcript
+
+Winner = Literal["a", "b", "tie"]
+
+
+class PairVerdict(BaseModel):
+    """The relative judge's decision on one task and trial."""
+
+    task_id: str = Field(description="The task both transcripts played.")
+    trial: int = Field(description="The trial (same seed on both sides).")
+    winner: Winner | None = Field(description="a, b, tie; None when the judge failed.")
+    a_first: str = Field(default="", description="Judgement with A shown first.")
+    b_first: str = Field(default="", description="Judgement with B shown first.")
+    error: str | None = Field(default=None, description="Why no judgement was made.")
+
+
+def _as_side(better: str, first: Winner) -> Winner:
+    if better == "tie":
+        return "tie"
+    second: Winner = "b" if first == "a" else "a"
+    return first if better == "1" else second
+
+
+async def compare_pair(
+    task: Task, a: Transcript, b: Transcript, judge: ChatModel, retries: int = 1
+) -> PairVerdict:
+    """Judge A against B in both orders; disagreement between the orders is a tie."""
+    if (a.task_id, a.trial) != (b.task_id, b.trial):
+        raise ValueError(f"not a pair: {a.task_id}#{a.trial} vs {b.task_id}#{b.trial}")
+    goal = task.scenario.reason
+    try:
+        a_first = await ask(judge, pairwise_prompt(goal, a, b), Preference, retries, a.trial)
+        b_first = await ask(judge, pairwise_prompt(goal, b, a), Preference, retries, a.trial)
+    except JudgeError as exc:
+        return PairVerdict(task_id=a.task_id, trial=a.trial, winner=None, error=str(exc))
+    first, second = _as_side(a_first.better, "a"), _as_side(b_first.better, "b")
+    return PairVerdict(
+        task_id=a.task_id,
+        trial=a.trial,
+        winner=first if first == second else "tie",
+        a_first=a_first.reasoning,
+        b_first=b_first.reasoning,
+    )
