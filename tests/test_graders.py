@@ -252,8 +252,9 @@ def test_a_failed_judge_model_is_a_judge_error() -> None:
 
 
 def judge_model() -> ScriptedModel:
-    from harness.specs.load import load_script
     from pathlib import Path
+
+    from harness.specs.load import load_script
 
     return ScriptedModel(load_script(Path("agents/scripts/judge.yaml")).spec)
 
