@@ -40,7 +40,7 @@ def print_summary(
         verdict = row.verdict
         failed = ", ".join(c.name for c in verdict.failed_checks())
         if verdict.outcome == "error" and verdict.error_side:
-            failed = f"[{verdict.error_side.value}] {verdict.reason}"
+            failed = f"[{verdict.error_side.value}] {verdict.reason[:80]}"
         style = STYLES[verdict.outcome]
         trial = [str(row.trial)] if show_trial else []
         table.add_row(
