@@ -290,3 +290,39 @@ def test_pairwise_judge_garbage_is_an_error_and_pairs_must_match() -> None:
     assert verdict.winner is None and "no valid judgement" in verdict.error
     with pytest.raises(ValueError, match="not a pair"):
         asyncio.run(compare_pair(task(), transcript(trial=0), transcript(trial=1), mumbler))
+
+
+class Incomparable:
+    """A value no check can compare, standing for a corrupted record."""
+
+    def __eq__(self, other: object) -> bool:
+        raise TypeError("cannot compare")
+
+    __ne__ = __eq__
+    __hash__ = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"kind": "text", "contains": "x"},
+        {"kind": "tool_called", "tool": "get_order"},
+        {"kind": "tool_order", "tools": ["get_order", "issue_refund"]},
+        {"kind": "json_schema", "schema": {"type": "object"}},
+        {"kind": "state", "expect": {"orders": 1}},
+        {"kind": "state", "path": "$.orders", "equals": 1},
+    ],
+    ids=lambda spec: spec["kind"],
+)
+def test_every_rule_kind_reports_an_error_when_it_cannot_decide(spec: dict) -> None:
+    corrupted = Transcript.model_construct(
+        task_id="t",
+        trial=0,
+        messages=None,
+        final_state={"orders": Incomparable()},
+        end_reason=EndReason.USER_STOP,
+        error=None,
+    )
+    result = run(spec, corrupted)
+    assert result.outcome == "error" and result.error_side == Side.CHECKER
+    assert result.reason.startswith("check crashed: TypeError")
