@@ -8,14 +8,9 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated, Any
 
 import typer
-
-if TYPE_CHECKING:
-    from harness.models import ModelRuntime
-    from harness.specs.agent import ModelRef
-    from harness.specs.load import Override
 
 app = typer.Typer(
     help="Evaluate LLM agents on YAML tasks with simulated users, graders and a CI gate.",
@@ -24,12 +19,27 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-OVERRIDE_SCOPES = ("agent", "task", "persona")
 DEFAULT_TRACES = Path(".harness/traces.db")
+DEFAULT_STORE = Path(".harness/results.db")
+DEFAULT_CACHE = Path(".harness/cache.db")
+DEFAULT_JUDGE = "local/smollm2"
 traces_app = typer.Typer(
     help="Episodes recorded as Weave traces (local store).", no_args_is_help=True
 )
+runs_app = typer.Typer(
+    help="Pipeline executions and runs in the results store.", no_args_is_help=True
+)
 app.add_typer(traces_app, name="traces")
+app.add_typer(runs_app, name="runs")
+
+StoreOpt = Annotated[Path, typer.Option(help="SQLite results file.")]
+CacheOpt = Annotated[Path, typer.Option(help="Response cache file.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache.")]
+PricesOpt = Annotated[
+    Path | None, typer.Option(help="YAML of USD per million tokens, over the bundled prices.")
+]
+TimeoutOpt = Annotated[float, typer.Option(min=0.01, help="Seconds per model call.")]
+RetriesOpt = Annotated[int, typer.Option(min=0, help="Retries of a failed model call.")]
 
 
 @contextmanager
@@ -45,42 +55,8 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
-def split_overrides(texts: list[str]) -> dict[str, list[Override]]:
-    """Route `--set agent.x=1` and `--set task.y=2` to the specs they patch."""
-    from harness.specs.load import Location, Override, SpecError
-
-    routed: dict[str, list[Override]] = {scope: [] for scope in OVERRIDE_SCOPES}
-    for text in texts:
-        scope, override = Override.parse(text).scoped()
-        if scope not in routed or not override.keys:
-            expected = " or ".join(f"{s}.FIELD=VALUE" for s in OVERRIDE_SCOPES)
-            raise SpecError.at(Location(f"--set {text}"), "", f"expected {expected}")
-        routed[str(scope)].append(override)
-    return routed
-
-
-StoreOpt = Annotated[Path, typer.Option(help="SQLite results file.")]
-CacheOpt = Annotated[Path, typer.Option(help="Response cache file.")]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache.")]
-PricesOpt = Annotated[
-    Path | None, typer.Option(help="YAML of USD per million tokens, over the bundled prices.")
-]
-TimeoutOpt = Annotated[float, typer.Option(min=0.01, help="Seconds per model call.")]
-RetriesOpt = Annotated[int, typer.Option(min=0, help="Retries of a failed model call.")]
-JudgeOpt = Annotated[
-    str,
-    typer.Option(
-        help="Model of llm_judge checks: an id, or a mapping like "
-        "'{id: openai/gpt-4.1-mini, base_url: ...}'."
-    ),
-]
-DEFAULT_STORE = Path(".harness/results.db")
-DEFAULT_CACHE = Path(".harness/cache.db")
-DEFAULT_JUDGE = "local/smollm2"
-
-
-def parse_model_option(option: str, text: str) -> ModelRef:
-    """A model given on the command line, as an id or a YAML mapping."""
+def parse_model_option(option: str, text: str) -> dict[str, Any]:
+    """A model given on the command line, as an id or a YAML mapping, checked."""
     import yaml
     from pydantic import ValidationError
 
@@ -92,44 +68,47 @@ def parse_model_option(option: str, text: str) -> ModelRef:
     except yaml.YAMLError:
         data = text
     try:
-        return ModelRef.model_validate(data)
+        return ModelRef.model_validate(data).model_dump(mode="json", exclude_none=True)
     except ValidationError as exc:
         error = exc.errors()[0]
         where = Location(f"{option} {text}")
         raise SpecError.at(where, format_path(error["loc"]), error["msg"]) from None
 
 
-def build_runtime(
-    cache: Path, no_cache: bool, prices: Path | None, timeout: float, retries: int
-) -> ModelRuntime:
-    """The model runtime of a command: cache, prices and retry policy."""
-    from harness.models import CallPolicy, ModelRuntime, PriceTable, ResponseCache
-
-    return ModelRuntime(
-        cache=None if no_cache else ResponseCache(cache),
-        prices=PriceTable(prices),
-        policy=CallPolicy(timeout_s=timeout, max_retries=retries),
-    )
-
-
 @app.command("run-eval")
 def run_eval(
-    tasks: Annotated[list[Path], typer.Option("--tasks", help="Task files or folders.")],
-    agent: Annotated[Path, typer.Option("--agent", help="Agent variant file.")],
+    dag: Annotated[
+        Path | None, typer.Argument(help="A DAG file (instead of --tasks/--agent).")
+    ] = None,
+    tasks: Annotated[
+        list[Path] | None, typer.Option("--tasks", help="Task files or folders.")
+    ] = None,
+    agent: Annotated[Path | None, typer.Option("--agent", help="Agent variant file.")] = None,
     personas: Annotated[
         Path | None, typer.Option(help="Personas folder (default: nearest personas/ folder).")
     ] = None,
-    store: StoreOpt = DEFAULT_STORE,
     trials: Annotated[int, typer.Option(min=1, help="Episodes per task.")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes run at once.")] = 8,
+    judge_model: Annotated[
+        str,
+        typer.Option(
+            help="Model of llm_judge checks: an id, or a mapping like "
+            "'{id: openai/gpt-4.1-mini, base_url: ...}'."
+        ),
+    ] = DEFAULT_JUDGE,
     set_: Annotated[
         list[str] | None,
         typer.Option(
             "--set",
-            help="Override a field: agent.PATH=VALUE, task.PATH=VALUE or persona.PATH=VALUE.",
+            help="Override a node parameter NODE.PARAM=VALUE; with --tasks/"
+            "--agent also agent.PATH=, task.PATH=, persona.PATH=VALUE.",
         ),
     ] = None,
-    judge_model: JudgeOpt = DEFAULT_JUDGE,
+    resume: Annotated[
+        str | None, typer.Option(help="Finish an interrupted pipeline execution (its id).")
+    ] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Reuse no cached node.")] = False,
+    store: StoreOpt = DEFAULT_STORE,
     cache: CacheOpt = DEFAULT_CACHE,
     no_cache: NoCacheOpt = False,
     prices: PricesOpt = None,
@@ -143,53 +122,107 @@ def run_eval(
     ),
     no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,
 ) -> None:
-    """Run every task as a simulated episode against an agent variant and print a summary."""
-    import asyncio
-
-    from harness.evaluate import evaluate
-    from harness.report.terminal import print_summary
-    from harness.sim.suite import check_variant, load_suite
-    from harness.specs.load import load_agent
+    """Run an eval pipeline: a DAG file, or the default one (load tasks -> simulate -> grade ->
+    report) built from --tasks and --agent. Unchanged nodes are reused; exit 1 if a gate fails."""
+    from harness.pipeline.dag import flags_dag
+    from harness.pipeline.runner import RunOptions, read_dag, run_pipeline, with_overrides
+    from harness.specs.load import Location, SpecError
     from harness.store import Store
-    from harness.tracing import NO_TRACER, open_tracer
 
+    options = RunOptions(
+        store=store,
+        cache=None if no_cache else cache,
+        prices=prices,
+        timeout_s=timeout,
+        retries=retries,
+        weave_project=weave_project,
+        traces=None if no_traces else traces,
+        fresh=fresh,
+    )
     with user_errors():
-        routed = split_overrides(set_ or [])
-        variant = load_agent(agent, routed["agent"])
-        cases = load_suite(tasks, personas, routed["task"], routed["persona"])
-        check_variant(variant, cases)
-        judge = parse_model_option("--judge-model", judge_model)
-        runtime = build_runtime(cache, no_cache, prices, timeout, retries)
-    config = {
-        "tasks": [str(p) for p in tasks],
-        "personas": str(personas) if personas else None,
-        "agent": str(agent),
-        "overrides": set_ or [],
-        "trials": trials,
-        "judge_model": judge.model_dump(mode="json"),
-        "variant": variant.spec.model_dump(mode="json"),
-    }
-    tracer = NO_TRACER if no_traces else open_tracer(weave_project, traces)
-    results = Store(store)
-    try:
-        summary = asyncio.run(
-            evaluate(
-                cases,
-                variant.spec,
-                results,
-                trials=trials,
-                concurrency=concurrency,
-                config=config,
-                runtime=runtime,
-                tracer=tracer,
-                judge_model=judge,
+        chosen = [
+            name
+            for name, given in (
+                ("a DAG file", dag),
+                ("--tasks/--agent", tasks or agent),
+                ("--resume", resume),
             )
-        )
+            if given
+        ]
+        if len(chosen) != 1:
+            raise SpecError.at(
+                Location("run-eval"),
+                "",
+                "give exactly one of a DAG file, --tasks with --agent, or --resume",
+            )
+        if resume:
+            info = Store(store).pipeline(resume) if store.is_file() else None
+            if info is None:
+                raise SpecError.at(Location(str(store)), "", f"no pipeline {resume!r} to resume")
+            data, positions, source = info.config["dag"], {}, Path(info.config["source"])
+        elif dag is not None:
+            data, positions = read_dag(dag)
+            data, source = with_overrides(data, positions, set_ or [], shortcuts=False), dag
+        else:
+            if not tasks or agent is None:
+                raise SpecError.at(Location("run-eval"), "", "--tasks and --agent go together")
+            judge = parse_model_option("--judge-model", judge_model)
+            data = flags_dag(tasks, agent, personas, trials, concurrency, judge)
+            positions, source = {}, Path("run-eval")
+            data = with_overrides(data, positions, set_ or [], shortcuts=True)
+            preflight(data)
+        outcome = run_pipeline(data, positions, source, options, resume or "")
+    raise typer.Exit(print_outcome(outcome, store))
+
+
+def preflight(data: dict[str, Any]) -> None:
+    """Check the flag form's agent against its tasks before anything is written."""
+    from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
+    from harness.pipeline.nodes.simulate import SimulateParams, load_variant
+    from harness.sim.suite import check_variant
+
+    task_set = load_task_set(LoadTasksParams.model_validate(data["nodes"]["tasks"]["with"]))
+    variant = load_variant(SimulateParams.model_validate(data["nodes"]["simulate"]["with"]))
+    check_variant(variant, task_set.cases)
+
+
+def print_outcome(outcome: Any, store_path: Path) -> int:
+    """Print every report and the pipeline's summary; the exit code (1 when a gate failed or a
+    node failed)."""
+    from rich.console import Console
+
+    from harness.pipeline.types import Report
+    from harness.report.summary import run_figures
+    from harness.report.terminal import print_comparison, print_gate, print_run
+    from harness.store import Store
+
+    console = Console()
+    execution = outcome.execution
+    exit_code = 1 if execution.failed else 0
+    store = Store(store_path)
+    try:
+        for output in execution.outputs.values():
+            if not isinstance(output, Report):
+                continue
+            for graded in output.runs:
+                levels = {case.task.id: case.task.level for case in graded.cases}
+                print_run(run_figures(store, graded.run_id, levels), console)
+            for comparison in output.comparisons:
+                print_comparison(comparison.result, console)
+            for gate in output.gates:
+                print_gate(gate.passed, gate.reasons, console)
+                exit_code = exit_code or (0 if gate.passed else 1)
+            for file in output.files:
+                console.print(f"wrote {file}")
     finally:
-        results.close()
-        runtime.close()
-        tracer.close()
-    print_summary(summary, str(store), unpriced=sorted(runtime.prices.unpriced))
+        store.close()
+    states = ", ".join(f"{node} {status.state}" for node, status in execution.statuses.items())
+    console.print(f"pipeline {outcome.pipeline_id} ({outcome.plan.name}): {states}")
+    for node, status in execution.statuses.items():
+        if status.error:
+            console.print(f"[red]node {node} failed: {status.error}[/red]")
+    console.print(f"stored in {store_path}")
+    return exit_code
 
 
 @app.command()
@@ -197,8 +230,9 @@ def grade(
     run_id: Annotated[str, typer.Argument(help="The stored run to re-score.")],
     store: StoreOpt = DEFAULT_STORE,
     judge_model: Annotated[
-        str | None, typer.Option(help="Judge model (default: the one the run used).")
+        str | None, typer.Option(help="Judge model (default: the one the run was graded with).")
     ] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Episodes graded at once.")] = 8,
     cache: CacheOpt = DEFAULT_CACHE,
     no_cache: NoCacheOpt = False,
     prices: PricesOpt = None,
@@ -209,39 +243,127 @@ def grade(
     again; the new verdicts are stored beside the old ones."""
     import asyncio
 
-    from harness.evaluate import regrade
-    from harness.report.terminal import print_summary
-    from harness.sim.suite import load_suite
+    from rich.console import Console
+
+    from harness.models import CallPolicy, ModelRuntime, PriceTable, ResponseCache
+    from harness.pipeline.nodes import NodeContext
+    from harness.pipeline.nodes.grade import grade_run
+    from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
+    from harness.pipeline.progress import Board
+    from harness.pipeline.types import Run
+    from harness.report.summary import run_figures
+    from harness.report.terminal import print_run
     from harness.specs.agent import ModelRef
     from harness.specs.load import Location, SpecError
     from harness.store import Store
+    from harness.tracing import NO_TRACER
 
     results = Store(store) if store.is_file() else None
     info = results.run(run_id) if results else None
     with user_errors():
-        if info is None:
+        if info is None or results is None:
             raise SpecError.at(Location(str(store)), "", f"no run {run_id!r} in the store")
-        routed = split_overrides(info.config.get("overrides", []))
-        personas = info.config.get("personas")
-        cases = load_suite(
-            [Path(p) for p in info.config["tasks"]],
-            Path(personas) if personas else None,
-            routed["task"],
-            routed["persona"],
-        )
-        judge = (
+        task_set = load_task_set(LoadTasksParams.model_validate(info.config["tasks"]))
+        judge = ModelRef.model_validate(
             parse_model_option("--judge-model", judge_model)
             if judge_model
-            else ModelRef.model_validate(info.config.get("judge_model") or DEFAULT_JUDGE)
+            else info.config.get("judge_model") or DEFAULT_JUDGE
         )
-        runtime = build_runtime(cache, no_cache, prices, timeout, retries)
-    assert results is not None
+        runtime = ModelRuntime(
+            cache=None if no_cache else ResponseCache(cache),
+            prices=PriceTable(prices),
+            policy=CallPolicy(timeout_s=timeout, max_retries=retries),
+        )
+    run = Run(
+        run_id=run_id,
+        variant=info.variant,
+        variant_hash=info.variant_hash,
+        episodes=len(results.episode_keys(run_id)),
+    ).with_cases(task_set.cases)
+
+    async def regrade() -> None:
+        with Board() as board:
+            ctx = NodeContext(results, runtime, NO_TRACER, board, "", "grade")
+            try:
+                await grade_run(run, judge, concurrency, ctx)
+            finally:
+                await runtime.aclose()
+
     try:
-        summary = asyncio.run(regrade(results, run_id, cases, runtime, judge))
+        asyncio.run(regrade())
+        levels = {case.task.id: case.task.level for case in task_set.cases}
+        print_run(run_figures(results, run_id, levels), Console())
     finally:
         results.close()
         runtime.close()
-    print_summary(summary, str(store), unpriced=sorted(runtime.prices.unpriced))
+
+
+@runs_app.command("list")
+def runs_list(
+    store: StoreOpt = DEFAULT_STORE,
+    limit: Annotated[int, typer.Option(min=1, help="How many, newest first.")] = 20,
+) -> None:
+    """List pipeline executions with their runs."""
+    from collections import Counter
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from harness.store import Store
+
+    if not store.is_file():
+        typer.echo(f"{store}: no results store (run an eval first)", err=True)
+        raise typer.Exit(2)
+    results = Store(store)
+    table = Table(title=f"Pipelines in {store}", title_justify="left")
+    for column in ("pipeline", "name", "created", "status", "nodes", "runs"):
+        table.add_column(column)
+    for info in results.pipelines(limit):
+        counts = Counter(v["state"] for v in info.nodes.values())
+        states = ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
+        runs = ", ".join(f"{r.id} {r.variant}" for r in results.runs(info.id))
+        table.add_row(info.id, info.name, info.created_at, info.status, states, runs)
+    results.close()
+    Console().print(table)
+
+
+@runs_app.command("show")
+def runs_show(
+    run_id: Annotated[str, typer.Argument(help="A pipeline id (dag-...) or a run id.")],
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """Show a pipeline's fully resolved configuration and nodes, or a run's configuration."""
+    import yaml
+
+    from harness.store import Store
+
+    results = Store(store) if store.is_file() else None
+    pipeline = results.pipeline(run_id) if results else None
+    run = results.run(run_id) if results and pipeline is None else None
+    if pipeline is None and run is None:
+        typer.echo(f"{store}: no pipeline or run {run_id!r}", err=True)
+        raise typer.Exit(2)
+    if pipeline is not None:
+        shown = {
+            "pipeline": pipeline.id,
+            "name": pipeline.name,
+            "status": pipeline.status,
+            "created": pipeline.created_at,
+            "nodes": pipeline.nodes,
+            "runs": [r.id for r in results.runs(pipeline.id)],
+            "config": pipeline.config,
+        }
+    else:
+        shown = {
+            "run": run.id,
+            "variant": run.variant,
+            "variant_hash": run.variant_hash,
+            "status": run.status,
+            "pipeline": run.pipeline_id,
+            "config": run.config,
+        }
+    results.close()
+    typer.echo(yaml.safe_dump(shown, sort_keys=False, allow_unicode=True))
 
 
 @app.command()
@@ -249,6 +371,7 @@ def validate(
     paths: Annotated[list[Path], typer.Argument(help="Spec files or folders to validate.")],
 ) -> None:
     """Validate task, persona, agent, DAG, gate and script files (kind from `kind:`)."""
+    from harness.pipeline.dag import plan
     from harness.sim.suite import load_suite
     from harness.specs.load import SpecError, kind_of, load_spec, read_mapping, spec_files
 
@@ -261,6 +384,8 @@ def validate(
             kind = kind_of(path, data, positions)
             if kind == "task":
                 load_suite([path])
+            elif kind == "dag":
+                plan(load_spec(path))  # node kinds, parameters, wiring, referenced files
             else:
                 load_spec(path)
         except SpecError as exc:

@@ -1,9 +1,10 @@
-"""The results store: runs, episodes (full transcripts) and verdicts in one SQLite file.
+"""The results store: pipelines, runs, episodes (full transcripts), verdicts and cached node
+outputs in one SQLite file.
 
-Everything is redacted on the way in: an API key never reaches the file.
-
-Episodes and verdicts are written as they finish, so a crash loses nothing already done and a
-large run is never held in memory.
+A *run* is one variant's episodes over a task set (the output of a `simulate` node) with their
+verdicts; a *pipeline* is one execution of a DAG, which may hold several runs. Episodes and
+verdicts are written as they finish, so a crash loses nothing already done and a large run is
+never held in memory. Everything is redacted on the way in: an API key never reaches the file.
 """
 
 from __future__ import annotations
@@ -19,19 +20,30 @@ from typing import Any
 
 from harness.grading.result import Verdict
 from harness.secrets import redact
-from harness.transcript import Transcript
+from harness.transcript import Transcript, Usage
 
 DEFAULT_STORE = Path(".harness/results.db")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA = """
+CREATE TABLE IF NOT EXISTS pipelines (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    config TEXT NOT NULL,
+    nodes TEXT NOT NULL DEFAULT '{}'
+);
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
     created_at TEXT NOT NULL,
     variant TEXT NOT NULL,
     variant_hash TEXT NOT NULL,
     config TEXT NOT NULL,
-    status TEXT NOT NULL
+    status TEXT NOT NULL,
+    node_key TEXT,
+    pipeline_id TEXT
 );
+CREATE INDEX IF NOT EXISTS runs_by_key ON runs(node_key);
 CREATE TABLE IF NOT EXISTS episodes (
     run_id TEXT NOT NULL REFERENCES runs(id),
     task_id TEXT NOT NULL,
@@ -39,6 +51,9 @@ CREATE TABLE IF NOT EXISTS episodes (
     end_reason TEXT NOT NULL,
     turns INTEGER NOT NULL,
     transcript TEXT NOT NULL,
+    usage TEXT NOT NULL,
+    trace_id TEXT,
+    call_id TEXT,
     PRIMARY KEY (run_id, task_id, trial)
 );
 CREATE TABLE IF NOT EXISTS verdicts (
@@ -52,11 +67,38 @@ CREATE TABLE IF NOT EXISTS verdicts (
     verdict TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS verdicts_by_run ON verdicts(run_id, task_id, trial);
+CREATE TABLE IF NOT EXISTS baselines (
+    name TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    set_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS gate_history (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    candidate_run TEXT NOT NULL,
+    baseline_run TEXT,
+    variant TEXT NOT NULL,
+    passed INTEGER NOT NULL,
+    pass_rate REAL NOT NULL,
+    reasons TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS node_outputs (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    output TEXT NOT NULL,
+    pipeline_id TEXT NOT NULL,
+    finished_at TEXT NOT NULL
+);
 """
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def new_id(prefix: str = "") -> str:
+    """A time-ordered unique id."""
+    return prefix + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
 @dataclass
@@ -69,6 +111,34 @@ class RunInfo:
     variant_hash: str
     config: dict[str, Any]
     status: str
+    node_key: str | None = None
+    pipeline_id: str | None = None
+
+
+@dataclass
+class EpisodeRow:
+    """One stored episode as summaries need it."""
+
+    task_id: str
+    trial: int
+    end_reason: str
+    turns: int
+    usage: Usage
+    user_usage: Usage
+    duration_s: float
+    verdict: Verdict | None
+
+
+@dataclass
+class PipelineInfo:
+    """A stored pipeline execution: its resolved configuration and what each node did."""
+
+    id: str
+    name: str
+    created_at: str
+    status: str
+    config: dict[str, Any]
+    nodes: dict[str, Any]
 
 
 class Store:
@@ -82,8 +152,10 @@ class Store:
         self.db.execute("PRAGMA synchronous=NORMAL")
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, SCHEMA_VERSION):
+            self.db.close()
             raise RuntimeError(
-                f"{path}: results store version {version}, expected {SCHEMA_VERSION}"
+                f"{path}: results store of an older harness (version {version}, this one reads "
+                f"{SCHEMA_VERSION}); move it aside or pass another --store"
             )
         self.db.executescript(SCHEMA)
         self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -92,32 +164,125 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
-    def new_run(self, variant: str, variant_hash: str, config: dict[str, Any]) -> str:
-        """Record a new run and return its id (time-ordered, unique)."""
-        run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-        self.db.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                _now(),
-                variant,
-                variant_hash,
-                redact(json.dumps(config, sort_keys=True)),
-                "running",
-            ),
+    # ------------------------------------------------------------ pipelines
+
+    def new_pipeline(self, name: str, config: dict[str, Any], pipeline_id: str = "") -> str:
+        """Record a pipeline execution (or, given an existing id, mark it running again)."""
+        pipeline_id = pipeline_id or new_id("dag-")
+        with self.db:
+            self.db.execute(
+                "INSERT INTO pipelines (id, name, created_at, status, config)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET status = 'running'",
+                (pipeline_id, name, _now(), "running", redact(json.dumps(config, sort_keys=True))),
+            )
+        return pipeline_id
+
+    def finish_pipeline(self, pipeline_id: str, status: str, nodes: dict[str, Any]) -> None:
+        with self.db:
+            self.db.execute(
+                "UPDATE pipelines SET status = ?, nodes = ? WHERE id = ?",
+                (status, json.dumps(nodes), pipeline_id),
+            )
+
+    def pipeline(self, pipeline_id: str) -> PipelineInfo | None:
+        row = self.db.execute("SELECT * FROM pipelines WHERE id = ?", (pipeline_id,)).fetchone()
+        return _pipeline(row) if row else None
+
+    def pipelines(self, limit: int = 50) -> list[PipelineInfo]:
+        rows = self.db.execute(
+            "SELECT * FROM pipelines ORDER BY created_at DESC, id DESC LIMIT ?", (limit,)
         )
-        self.db.commit()
+        return [_pipeline(row) for row in rows]
+
+    def node_output(self, key: str) -> str | None:
+        """The stored output of a finished node with this key (its cache entry)."""
+        row = self.db.execute("SELECT output FROM node_outputs WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def put_node_output(self, key: str, kind: str, output: str, pipeline_id: str) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT OR REPLACE INTO node_outputs VALUES (?, ?, ?, ?, ?)",
+                (key, kind, redact(output), pipeline_id, _now()),
+            )
+
+    # ------------------------------------------------------------ runs and episodes
+
+    def new_run(
+        self,
+        variant: str,
+        variant_hash: str,
+        config: dict[str, Any],
+        node_key: str | None = None,
+        pipeline_id: str | None = None,
+    ) -> str:
+        """Record a new run and return its id (time-ordered, unique)."""
+        run_id = new_id()
+        with self.db:
+            self.db.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    _now(),
+                    variant,
+                    variant_hash,
+                    redact(json.dumps(config, sort_keys=True)),
+                    "running",
+                    node_key,
+                    pipeline_id,
+                ),
+            )
         return run_id
 
     def finish_run(self, run_id: str, status: str = "done") -> None:
-        self.db.execute("UPDATE runs SET status = ? WHERE id = ?", (status, run_id))
-        self.db.commit()
+        with self.db:
+            self.db.execute("UPDATE runs SET status = ? WHERE id = ?", (status, run_id))
 
-    def add_episode(self, run_id: str, transcript: Transcript, verdict: Verdict) -> None:
-        """Store a finished episode and its verdict in one transaction."""
+    def update_run_config(self, run_id: str, values: dict[str, Any]) -> None:
+        """Add to a run's recorded configuration (e.g. the judge that graded it)."""
+        info = self.run(run_id)
+        if info is not None:
+            with self.db:
+                self.db.execute(
+                    "UPDATE runs SET config = ? WHERE id = ?",
+                    (redact(json.dumps({**info.config, **values}, sort_keys=True)), run_id),
+                )
+
+    def run(self, run_id: str) -> RunInfo | None:
+        row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return RunInfo(*row[:4], json.loads(row[4]), *row[5:]) if row else None
+
+    def run_for_key(self, node_key: str) -> RunInfo | None:
+        """The newest run a node with this key started, finished or not (to resume it)."""
+        row = self.db.execute(
+            "SELECT id FROM runs WHERE node_key = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+            (node_key,),
+        ).fetchone()
+        return self.run(row[0]) if row else None
+
+    def runs(self, pipeline_id: str | None = None) -> list[RunInfo]:
+        query = "SELECT id FROM runs" + (" WHERE pipeline_id = ?" if pipeline_id else "")
+        rows = self.db.execute(
+            query + " ORDER BY created_at, id", (pipeline_id,) if pipeline_id else ()
+        )
+        return [info for (run_id,) in rows.fetchall() if (info := self.run(run_id))]
+
+    def add_episode(
+        self,
+        run_id: str,
+        transcript: Transcript,
+        trace_id: str | None = None,
+        call_id: str | None = None,
+    ) -> None:
+        """Store a finished episode (its own transaction, so a crash keeps every stored one)."""
+        usage = {
+            "agent": transcript.usage.model_dump(),
+            "user": transcript.user_usage.model_dump(),
+            "duration_s": transcript.duration_s,
+        }
         with self.db:
             self.db.execute(
-                "INSERT INTO episodes VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO episodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     transcript.task_id,
@@ -125,43 +290,114 @@ class Store:
                     transcript.end_reason.value,
                     transcript.turns,
                     redact(transcript.model_dump_json()),
+                    json.dumps(usage),
+                    trace_id,
+                    call_id,
                 ),
             )
-            self._insert_verdict(run_id, verdict)
+
+    def episode_keys(self, run_id: str) -> set[tuple[str, int]]:
+        """(task id, trial) of every stored episode of a run."""
+        rows = self.db.execute("SELECT task_id, trial FROM episodes WHERE run_id = ?", (run_id,))
+        return {(task_id, trial) for task_id, trial in rows}
+
+    def episode_rows(self, run_id: str) -> Iterator[EpisodeRow]:
+        """Each episode's outcome without its transcript (cheap, for summaries), with its
+        newest verdict when it has one."""
+        rows = self.db.execute(
+            "SELECT e.task_id, e.trial, e.end_reason, e.turns, e.usage, v.verdict"
+            " FROM episodes e LEFT JOIN verdicts v ON v.id = ("
+            "  SELECT MAX(id) FROM verdicts w WHERE w.run_id = e.run_id"
+            "  AND w.task_id = e.task_id AND w.trial = e.trial)"
+            " WHERE e.run_id = ? ORDER BY e.task_id, e.trial",
+            (run_id,),
+        )
+        for task_id, trial, end_reason, turns, usage, verdict in rows:
+            spent = json.loads(usage)
+            yield EpisodeRow(
+                task_id,
+                trial,
+                end_reason,
+                turns,
+                Usage(**spent["agent"]),
+                Usage(**spent["user"]),
+                spent["duration_s"],
+                Verdict.model_validate_json(verdict) if verdict else None,
+            )
+
+    def transcripts(self, run_id: str) -> Iterator[tuple[Transcript, str | None, str | None]]:
+        """The run's transcripts with their trace and call ids, streamed by task and trial."""
+        rows = self.db.execute(
+            "SELECT transcript, trace_id, call_id FROM episodes WHERE run_id = ?"
+            " ORDER BY task_id, trial",
+            (run_id,),
+        )
+        for text, trace_id, call_id in rows:
+            yield Transcript.model_validate_json(text), trace_id, call_id
+
+    # ------------------------------------------------------------ baseline and gate history
+
+    def set_baseline(self, run_id: str, name: str = "default") -> None:
+        """Make a run the baseline that gates compare candidates with."""
+        with self.db:
+            self.db.execute(
+                "INSERT OR REPLACE INTO baselines VALUES (?, ?, ?)", (name, run_id, _now())
+            )
+
+    def baseline(self, name: str = "default") -> str | None:
+        row = self.db.execute("SELECT run_id FROM baselines WHERE name = ?", (name,)).fetchone()
+        return row[0] if row else None
+
+    def add_gate_result(
+        self,
+        candidate_run: str,
+        baseline_run: str | None,
+        variant: str,
+        passed: bool,
+        pass_rate: float,
+        reasons: list[str],
+    ) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT INTO gate_history (at, candidate_run, baseline_run, variant, passed,"
+                " pass_rate, reasons) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    _now(),
+                    candidate_run,
+                    baseline_run,
+                    variant,
+                    int(passed),
+                    pass_rate,
+                    json.dumps(reasons),
+                ),
+            )
+
+    def gate_history(self) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT at, candidate_run, baseline_run, variant, passed, pass_rate, reasons"
+            " FROM gate_history ORDER BY id"
+        )
+        names = ("at", "candidate_run", "baseline_run", "variant", "passed", "pass_rate", "reasons")
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
+    # ------------------------------------------------------------ verdicts
 
     def add_verdict(self, run_id: str, verdict: Verdict) -> None:
-        """Store a new verdict for a stored episode (re-scoring); older verdicts are kept."""
+        """Store a verdict; older verdicts of the same episode are kept (re-scoring)."""
         with self.db:
-            self._insert_verdict(run_id, verdict)
-
-    def _insert_verdict(self, run_id: str, verdict: Verdict) -> None:
-        self.db.execute(
-            "INSERT INTO verdicts (run_id, task_id, trial, outcome, score, graded_at, verdict)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                verdict.task_id,
-                verdict.trial,
-                verdict.outcome,
-                verdict.score,
-                _now(),
-                redact(verdict.model_dump_json()),
-            ),
-        )
-
-    def run(self, run_id: str) -> RunInfo | None:
-        row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None:
-            return None
-        return RunInfo(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5])
-
-    def transcripts(self, run_id: str) -> Iterator[Transcript]:
-        """The run's transcripts, streamed, ordered by task and trial."""
-        rows = self.db.execute(
-            "SELECT transcript FROM episodes WHERE run_id = ? ORDER BY task_id, trial", (run_id,)
-        )
-        for (text,) in rows:
-            yield Transcript.model_validate_json(text)
+            self.db.execute(
+                "INSERT INTO verdicts (run_id, task_id, trial, outcome, score, graded_at, verdict)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    verdict.task_id,
+                    verdict.trial,
+                    verdict.outcome,
+                    verdict.score,
+                    _now(),
+                    redact(verdict.model_dump_json()),
+                ),
+            )
 
     def latest_verdicts(self, run_id: str) -> Iterator[Verdict]:
         """The newest verdict of every episode of a run, ordered by task and trial."""
@@ -173,3 +409,7 @@ class Store:
         )
         for (text,) in rows:
             yield Verdict.model_validate_json(text)
+
+
+def _pipeline(row: tuple[Any, ...]) -> PipelineInfo:
+    return PipelineInfo(row[0], row[1], row[2], row[3], json.loads(row[4]), json.loads(row[5]))

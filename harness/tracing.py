@@ -74,6 +74,22 @@ class Tracer:
             use_stack=False,
         )
 
+    def reference(self, trace_id: str | None, call_id: str | None) -> Span | None:
+        """A stand-in for an earlier call (e.g. an episode recorded by another process), to
+        nest new spans under it."""
+        if self.client is None or trace_id is None or call_id is None:
+            return None
+        from weave.trace.call import Call
+
+        return Call(
+            _op_name="",
+            trace_id=trace_id,
+            project_id=self.client.project_id,
+            parent_id=None,
+            inputs={},
+            id=call_id,
+        )
+
     def end(
         self, span: Span | None, output: Any = None, exception: BaseException | None = None
     ) -> None:
@@ -164,6 +180,8 @@ class SpanResult:
 
     output: Any = None
     error: BaseException | None = None
+    trace_id: str | None = None  # the span's ids, when tracing is on
+    call_id: str | None = None
 
 
 @contextmanager
@@ -179,6 +197,8 @@ def child_span(
         return
     merged = {**current.attributes, **(attributes or {})}
     span = current.tracer.start(op, inputs, merged, parent=current.span)
+    if span is not None:
+        result.trace_id, result.call_id = span.trace_id, span.id
     token = _CURRENT.set(_Current(current.tracer, span, merged)) if span is not None else None
     try:
         yield result

@@ -73,7 +73,7 @@ def test_whole_corpus_in_a_real_process_has_no_traceback() -> None:
         ),
         (
             "max_turns=3",
-            "--set max_turns=3: expected agent.FIELD=VALUE or task.FIELD=VALUE or persona.FIELD=VALUE",
+            "--set max_turns=3: expected NODE.PARAM=VALUE or agent./task./persona.FIELD=VALUE; nodes: tasks, simulate, grade, report, wandb",
         ),
         ("agent.model", "--set agent.model: expected KEY.PATH=VALUE"),
         (

@@ -67,7 +67,7 @@ def test_calls_nest_evaluation_episode_turn_model_and_tool(recorded) -> None:
     [root] = [c for c in calls if c.parent_id is None]
     assert "harness.evaluation" in root.op_name
     assert {c.trace_id for c in calls} == {root.trace_id}, "one trace per run"
-    assert plain(root.output) == {"pass": 4}
+    assert plain(root.output) == {"episodes": 4, "errors": 0}
 
     def op(call) -> str:
         return call.op_name.split("/")[-1].split(":")[0]
@@ -99,7 +99,7 @@ def test_calls_nest_evaluation_episode_turn_model_and_tool(recorded) -> None:
 def test_episode_outputs_are_the_stored_transcripts_and_verdicts(recorded) -> None:
     store, traces, run_id = recorded
     results = Store(store)
-    stored = {(t.task_id, t.trial): t for t in results.transcripts(run_id)}
+    stored = {(t.task_id, t.trial): t for t, _, _ in results.transcripts(run_id)}
     verdicts = {(v.task_id, v.trial): v for v in results.latest_verdicts(run_id)}
     results.close()
     tracer = Tracer(open_local_client(traces))

@@ -82,7 +82,7 @@ def stored(store: Path) -> tuple[str, dict]:
     results = Store(store)
     try:
         verdicts = {v.task_id: v for v in results.latest_verdicts(run_id)}
-        transcripts = {t.task_id: t for t in results.transcripts(run_id)}
+        transcripts = {t.task_id: t for t, _, _ in results.transcripts(run_id)}
     finally:
         results.close()
     return run_id, {task: (verdicts[task], transcripts[task]) for task in verdicts}
@@ -146,7 +146,7 @@ def test_runs_are_repeatable_and_accumulate_in_one_store(tmp_path: Path) -> None
     store = tmp_path / "results.db"
     run_eval(store)
     first_id, first = stored(store)
-    run_eval(store)
+    run_eval(store, BASELINE, "--fresh")  # play again instead of reusing the stored run
     second_id, second = stored(store)
     assert first_id != second_id
     timing = {
@@ -166,6 +166,11 @@ def test_runs_are_repeatable_and_accumulate_in_one_store(tmp_path: Path) -> None
         assert db.execute("SELECT COUNT(*) FROM verdicts").fetchone() == (44,)
         config = db.execute("SELECT config FROM runs WHERE id = ?", (first_id,)).fetchone()[0]
     assert '"agent": "agents/support-baseline.yaml"' in config
+    reused = run_eval(store)  # unchanged: every node is reused, nothing is played again
+    assert "tasks reused, simulate reused, grade reused, report reused, wandb reused" in (
+        reused.stdout.replace("\n", " "))
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT COUNT(*) FROM episodes").fetchone() == (44,)
 
 
 def test_task_override_changes_the_episode(tmp_path: Path) -> None:
@@ -210,7 +215,7 @@ def test_trials_run_each_task_several_times_with_distinct_seeds(
     results = Store(store)
     with sqlite3.connect(store) as db:
         [(run_id,)] = db.execute("SELECT id FROM runs")
-    transcripts = list(results.transcripts(run_id))
+    transcripts = [t for t, _, _ in results.transcripts(run_id)]
     results.close()
     assert [t.trial for t in transcripts] == list(range(trials))
     assert len({t.seed for t in transcripts}) == trials

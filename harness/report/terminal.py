@@ -1,101 +1,126 @@
-"""The summary table of a run, printed with rich."""
+"""Terminal summaries, printed with rich: runs, comparisons, gate decisions, pipelines."""
 
 from __future__ import annotations
 
-from collections import Counter
+from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from harness.evaluate import RunSummary
-from harness.stats import bootstrap_interval, suite_pass_hat_k, wilson_interval
+from harness.report.summary import RunFigures
 from harness.transcript import Usage
 
 STYLES = {"pass": "green", "fail": "red", "error": "yellow"}
 
 
-def print_summary(
-    summary: RunSummary,
-    store_path: str,
-    unpriced: list[str] | None = None,
-    console: Console | None = None,
-) -> None:
-    """Per task: verdict, turns, end reason, failed checks; then the pass rate with its interval,
-    tokens and cost."""
-    console = console or Console()
-    table = Table(title=f"Run {summary.run_id}", title_justify="left")
-    show_trial = any(row.trial for row in summary.rows)
-    columns = [
-        "task",
-        "level",
-        *(["trial"] if show_trial else []),
-        "verdict",
-        "turns",
-        "end reason",
-    ]
-    for column in columns:
+def print_run(figures: RunFigures, console: Console) -> None:
+    """Per task: verdict (or passes over trials), turns, end reason, failed checks; then the
+    pass rate with its interval, errors by side, tokens and cost."""
+    table = Table(title=f"Run {figures.run_id}", title_justify="left")
+    for column in ("task", "level", "verdict", "turns", "end reason"):
         table.add_column(column, no_wrap=True)
     table.add_column("failed checks", ratio=1)
-    for row in summary.rows:
-        verdict = row.verdict
-        failed = ", ".join(c.name for c in verdict.failed_checks())
-        if verdict.outcome == "error" and verdict.error_side:
-            failed = f"[{verdict.error_side.value}] {verdict.reason[:80]}"
-        style = STYLES[verdict.outcome]
-        trial = [str(row.trial)] if show_trial else []
+    for line in figures.tasks:
+        style = STYLES.get(
+            line.outcome, "red" if line.failed else ("green" if not line.errors else "yellow")
+        )
+        turns = (
+            str(line.turns[0])
+            if len(line.turns) == 1
+            else f"{sum(line.turns) / len(line.turns):.1f}"
+        )
+        end = ", ".join(reason for reason, _ in line.end_reasons.most_common())
+        why = ", ".join([*line.failed_checks, *line.error_reasons])
         table.add_row(
-            row.task_id,
-            str(row.level),
-            *trial,
-            f"[{style}]{verdict.outcome}[/{style}]",
-            str(row.turns),
-            row.end_reason,
-            failed,
+            line.task_id,
+            str(line.level or ""),
+            f"[{style}]{line.outcome}[/{style}]",
+            turns,
+            end,
+            escape(why),
         )
     console.print(table)
-
-    counts = Counter(row.verdict.outcome for row in summary.rows)
-    graded = counts["pass"] + counts["fail"]
-    low, high = wilson_interval(counts["pass"], graded)
-    rate = f"{counts['pass'] / graded:.1%}" if graded else "n/a"
+    rate = f"{figures.rate:.1%}" if figures.graded else "n/a"
     console.print(
-        f"pass rate [bold]{rate}[/bold] ({counts['pass']}/{graded}, 95% Wilson CI "
-        f"{low:.1%}-{high:.1%}); failures {counts['fail']}"
+        f"pass rate [bold]{rate}[/bold] ({figures.passed}/{figures.graded}, 95% Wilson CI "
+        f"{figures.low:.1%}-{figures.high:.1%}); failures {figures.graded - figures.passed}"
     )
-    outcomes: dict[str, list[bool]] = {}
-    for row in summary.rows:
-        if row.verdict.outcome != "error":
-            outcomes.setdefault(row.task_id, []).append(row.verdict.outcome == "pass")
-    trials = min((len(v) for v in outcomes.values()), default=0)
-    if trials > 1:
-        by_task = bootstrap_interval(outcomes)
-        hat = ", ".join(
-            f"pass^{k} {suite_pass_hat_k(outcomes, k):.1%}" for k in range(1, trials + 1)
-        )
+    if figures.by_task is not None:
+        estimate, low, high = figures.by_task
+        hat = ", ".join(f"pass^{k} {value:.1%}" for k, value in figures.pass_hat_k)
         console.print(
-            f"per task over {trials} trials: {by_task.estimate:.1%} (95% bootstrap CI "
-            f"by task {by_task.low:.1%}-{by_task.high:.1%}); {hat}"
+            f"per task over {figures.trials} trials: {estimate:.1%} (95% bootstrap CI "
+            f"by task {low:.1%}-{high:.1%}); {hat}"
         )
-    if counts["error"]:
-        sides = Counter(
-            row.verdict.error_side.value
-            for row in summary.rows
-            if row.verdict.outcome == "error" and row.verdict.error_side
+    errors = sum(figures.errors_by_side.values())
+    if errors:
+        by_side = ", ".join(f"{side} {n}" for side, n in sorted(figures.errors_by_side.items()))
+        console.print(f"[yellow]errors {errors} ({by_side}): not counted as pass or fail[/yellow]")
+    for role, usage in (("agent", figures.usage), ("user simulator", figures.user_usage)):
+        print_usage(role, usage, console)
+    console.print(f"agent [bold]{figures.variant}[/bold] hash {figures.variant_hash}")
+
+
+def print_usage(role: str, usage: Usage, console: Console) -> None:
+    cached = f", {usage.cached_calls} from cache" if usage.cached_calls else ""
+    console.print(
+        f"{role}: {usage.calls} model calls{cached}, {usage.input_tokens:,} input and "
+        f"{usage.output_tokens:,} output tokens, ${usage.cost_usd:.4f}"
+    )
+
+
+def _rate(side: dict[str, Any]) -> str:
+    interval = f"CI {side['low']:.1%}-{side['high']:.1%}"
+    return f"{side['rate']:.1%} ({side['passed']}/{side['n']}, {interval})"
+
+
+def print_comparison(result: dict[str, Any], console: Console) -> None:
+    """Pass rates, their paired difference and tests, pass^k, breakdowns, deltas and flips."""
+    a, b = result["a"], result["b"]
+    console.print(f"[bold]A {a['variant']}[/bold] ({a['run_id']}): {_rate(a)}")
+    console.print(f"[bold]B {b['variant']}[/bold] ({b['run_id']}): {_rate(b)}")
+    d, m = result["difference"], result["mcnemar"]
+    console.print(
+        f"B - A: {d['estimate']:+.1%} (95% paired bootstrap CI {d['low']:+.1%} to "
+        f"{d['high']:+.1%}); exact McNemar p = {m['p_value']:.4f} ({m['b_only']} pairs only B "
+        f"passed, {m['a_only']} only A) over {result['pairs']} pairs"
+        + (
+            f", {result['excluded_errors']} with errors left out"
+            if result["excluded_errors"]
+            else ""
         )
-        by_side = ", ".join(f"{side} {n}" for side, n in sorted(sides.items()))
+    )
+    hat = result["pass_hat_k"]
+    if hat["k"] > 1:
+        console.print(f"pass^{hat['k']}: A {hat['a']:.1%}, B {hat['b']:.1%}")
+    if "relative" in result:
+        r = result["relative"]
         console.print(
-            f"[yellow]errors {counts['error']} ({by_side}): not counted as pass or fail[/yellow]"
+            f"relative judge: B wins {r['win_rate']:.1%} (CI {r['low']:.1%}-"
+            f"{r['high']:.1%}; {r['b_wins']} wins, {r['a_wins']} losses, {r['ties']} "
+            f"ties, {r['judge_errors']} judge errors)"
         )
-    for role, attribute in (("agent", "usage"), ("user simulator", "user_usage")):
-        total = Usage()
-        for row in summary.rows:
-            total.add(getattr(row, attribute))
-        cached = f", {total.cached_calls} from cache" if total.cached_calls else ""
-        console.print(
-            f"{role}: {total.calls} model calls{cached}, {total.input_tokens:,} input and "
-            f"{total.output_tokens:,} output tokens, ${total.cost_usd:.4f}"
-        )
-    if unpriced:
-        console.print(f"[yellow]no price known for {', '.join(unpriced)}: counted as $0[/yellow]")
-    console.print(f"agent [bold]{summary.variant}[/bold] hash {summary.variant_hash}")
-    console.print(f"stored in {store_path} as run {summary.run_id}")
+    table = Table(title="breakdown", title_justify="left")
+    for column in ("by", "group", "A", "B"):
+        table.add_column(column)
+    for name, groups in result["breakdowns"].items():
+        for label, sides in groups.items():
+            table.add_row(name, label, _rate(sides["a"]), _rate(sides["b"]))
+    console.print(table)
+    deltas = result["deltas"]
+    console.print(
+        f"deltas B - A per episode: cost ${deltas['cost_usd']:+.4f}, time "
+        f"{deltas['latency_s']:+.2f}s, turns {deltas['turns']:+.2f}"
+    )
+    console.print(f"flipped to fail: {', '.join(result['flipped_to_fail']) or 'none'}")
+    console.print(f"flipped to pass: {', '.join(result['flipped_to_pass']) or 'none'}")
+
+
+def print_gate(passed: bool, reasons: list[str], console: Console) -> None:
+    if passed:
+        console.print("[bold green]gate: PASS[/bold green]")
+        return
+    console.print("[bold red]gate: FAIL[/bold red]")
+    for reason in reasons:
+        console.print(f"  - {escape(reason)}")

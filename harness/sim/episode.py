@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -52,6 +53,11 @@ class EpisodeSpec:
     trial: int = 0
     seed: int = 0
     runtime: ModelRuntime = field(default_factory=ModelRuntime)
+
+
+def episode_seed(task_id: str, trial: int) -> int:
+    """The seed of a task's trial: the same for every variant, so A/B runs are paired."""
+    return int.from_bytes(hashlib.sha256(f"{task_id}:{trial}".encode()).digest()[:4], "big")
 
 
 def stop_reason(text: str, signals: list[str]) -> EndReason | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from harness.specs.base import Spec
 
@@ -20,18 +20,11 @@ class Node(Spec):
 
 
 class Dag(Spec):
-    """An eval pipeline as a graph of nodes."""
+    """An eval pipeline as a graph of nodes. Node kinds, parameters, references, cycles and the
+    types wired between nodes are checked by `harness.pipeline.dag.plan` before anything runs.
+    Paths in parameters are relative to the working folder, as on the command line."""
 
     kind: Literal["dag"] = Field(description="File kind.")
     name: str = Field(description="Pipeline name.")
     description: str = Field(default="", description="What the pipeline is for.")
     nodes: dict[str, Node] = Field(min_length=1, description="Nodes by id.")
-
-    @field_validator("nodes")
-    @classmethod
-    def _needs_exist(cls, nodes: dict[str, Node]) -> dict[str, Node]:
-        for node_id, node in nodes.items():
-            for need in node.needs:
-                if need not in nodes:
-                    raise ValueError(f"node '{node_id}' needs unknown node '{need}'")
-        return nodes

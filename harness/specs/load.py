@@ -213,7 +213,9 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str] | None
         current = _step(current, part)
         if current is None:
             return None
-    return list(current.model_fields) if _is_model(current) else None
+    if not _is_model(current):
+        return None
+    return [info.alias or name for name, info in current.model_fields.items()]
 
 
 def _is_model(tp: Any) -> bool:
@@ -350,6 +352,15 @@ class Override:
     def scoped(self) -> tuple[str | int, Override]:
         """Split off the first key (a scope such as `agent` or a DAG node id)."""
         return self.keys[0], Override(self.text, self.keys[1:], self.value)
+
+    @classmethod
+    def parse_in(cls, text: str, scope: str) -> Override:
+        """Parse an override that may be written with its scope (`agent.model=...`) or
+        without it (`model=...`); errors still quote the text as written."""
+        override = cls.parse(text)
+        if override.keys[0] == scope and len(override.keys) > 1:
+            return override.scoped()[1]
+        return override
 
 
 def apply_overrides(

@@ -1,0 +1,310 @@
+"""Plan and execute a DAG: validate it with networkx before anything runs, run independent
+nodes concurrently, and reuse every node whose work is unchanged.
+
+A node's cache key is a hash of its kind, its resolved parameters, what identifies its work
+(e.g. the agent variant's content hash) and the keys of its inputs; a finished node's output is
+stored under that key, so a rerun of an unchanged pipeline reuses every node, and a changed
+node invalidates exactly the nodes downstream of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from harness.pipeline.nodes import NODE_KINDS, NodeContext, NodeKind, canonical
+from harness.pipeline.types import NodeOutput
+from harness.specs.base import Spec
+from harness.specs.dag import Dag
+from harness.specs.load import Loaded, Problem, SpecError, format_path, validate
+
+
+@dataclass
+class PlannedNode:
+    """A node ready to run: its kind and validated parameters."""
+
+    id: str
+    kind: NodeKind
+    params: Spec
+    needs: list[str]
+
+
+@dataclass
+class Plan:
+    """A validated pipeline, nodes in topological order."""
+
+    name: str
+    nodes: dict[str, PlannedNode]
+
+
+@dataclass
+class NodeStatus:
+    """What happened to a node in one execution."""
+
+    state: str  # ran, reused, failed, skipped
+    kind: str
+    key: str = ""
+    started: float = 0.0
+    finished: float = 0.0
+    error: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return self.finished - self.started
+
+
+def plan(loaded: Loaded[Dag]) -> Plan:
+    """Validate a DAG: node kinds, parameters, references, cycles and the types wired between
+    nodes. All problems are raised together, each at its place in the file."""
+    dag, problems = loaded.spec, []
+    kinds: dict[str, NodeKind] = {}
+    params: dict[str, Spec] = {}
+    for node_id, node in dag.nodes.items():
+        kind = NODE_KINDS.get(node.uses)
+        if kind is None:
+            close = difflib.get_close_matches(node.uses, NODE_KINDS.names(), n=1)
+            hint = (
+                f"did you mean '{close[0]}'?"
+                if close
+                else "known: " + ", ".join(NODE_KINDS.names())
+            )
+            problems.append(
+                loaded.problem(
+                    ("nodes", node_id, "uses"), f"unknown node kind '{node.uses}'; {hint}"
+                )
+            )
+            continue
+        kinds[node_id] = kind
+        prefix = ("nodes", node_id, "with")
+        positions = {k[3:]: v for k, v in loaded.positions.items() if k[:3] == prefix}
+        try:
+            params[node_id] = validate(kind.params, node.with_, positions, loaded.path)
+        except SpecError as exc:
+            where = format_path(prefix)
+            problems += [
+                Problem(p.location, f"{where}.{p.path}" if p.path else where, p.message)
+                for p in exc.problems
+            ]
+        else:
+            missing = _missing_files(loaded, node_id, kind, params[node_id])
+            problems += missing
+            try:
+                if kind.check is not None and not missing:
+                    kind.check(params[node_id])
+            except SpecError as exc:  # located in the files the parameters name
+                problems += exc.problems
+        for index, need in enumerate(node.needs):
+            if need not in dag.nodes or need == node_id:
+                problems.append(
+                    loaded.problem(("nodes", node_id, "needs", index), f"unknown node '{need}'")
+                )
+        if not kind.accepts(len(node.needs)):
+            expected = _arity(kind)
+            problems.append(
+                loaded.problem(
+                    ("nodes", node_id, "needs"),
+                    f"{kind.name} takes {expected}, got {len(node.needs)}",
+                )
+            )
+    graph = nx.DiGraph()
+    graph.add_nodes_from(dag.nodes)
+    graph.add_edges_from(
+        (need, node_id)
+        for node_id, node in dag.nodes.items()
+        for need in node.needs
+        if need in dag.nodes and need != node_id
+    )
+    if not nx.is_directed_acyclic_graph(graph):
+        cycle = [edge[0] for edge in nx.find_cycle(graph)]
+        path = " -> ".join([*cycle, cycle[0]])
+        problems.append(loaded.problem(("nodes", cycle[0], "needs"), f"cycle: {path}"))
+    else:
+        for node_id, node in dag.nodes.items():
+            kind = kinds.get(node_id)
+            for index, need in enumerate(node.needs):
+                producer = kinds.get(need)
+                if (
+                    kind is None
+                    or producer is None
+                    or (not kind.variadic and index >= len(kind.inputs))
+                ):
+                    continue
+                accepted = kind.input_types(index)
+                if not issubclass(producer.output, accepted):
+                    names = " or ".join(t.__name__ for t in accepted)
+                    problems.append(
+                        loaded.problem(
+                            ("nodes", node_id, "needs", index),
+                            f"{kind.name} takes {names} here, but '{need}' ({producer.name}) gives "
+                            f"{producer.output.__name__}",
+                        )
+                    )
+    if problems:
+        raise SpecError(sorted(problems, key=lambda p: (p.location.line or 0, p.location.col or 0)))
+    order = list(nx.topological_sort(graph))
+    return Plan(
+        dag.name,
+        {
+            node_id: PlannedNode(
+                node_id, kinds[node_id], params[node_id], list(dag.nodes[node_id].needs)
+            )
+            for node_id in order
+        },
+    )
+
+
+def _missing_files(
+    loaded: Loaded[Dag], node_id: str, kind: NodeKind, params: Spec
+) -> list[Problem]:
+    """A problem for each file a node's parameters name that does not exist."""
+    problems = []
+    for name in kind.files:
+        value = getattr(params, name)
+        alias = kind.params.model_fields[name].alias or name
+        for index, path in enumerate(value if isinstance(value, list) else [value]):
+            if path is not None and not Path(path).exists():
+                keys = (
+                    ("nodes", node_id, "with", alias, index)
+                    if isinstance(value, list)
+                    else ("nodes", node_id, "with", alias)
+                )
+                problems.append(loaded.problem(keys, f"no such file or folder: {path}"))
+    return problems
+
+
+def _arity(kind: NodeKind) -> str:
+    if kind.variadic:
+        return f"at least {len(kind.inputs)} input(s)"
+    low, high = len(kind.inputs) - kind.optional, len(kind.inputs)
+    return f"{low} input(s)" if low == high else f"{low} to {high} inputs"
+
+
+def _key(*parts: Any) -> str:
+    return hashlib.sha256(canonical(parts).encode()).hexdigest()[:32]
+
+
+class _Skipped(Exception):
+    """A node whose inputs failed."""
+
+
+@dataclass
+class Execution:
+    """The outputs and the fate of every node of one pipeline execution."""
+
+    outputs: dict[str, NodeOutput] = field(default_factory=dict)
+    statuses: dict[str, NodeStatus] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[str]:
+        return [n for n, s in self.statuses.items() if s.state == "failed"]
+
+
+async def execute(
+    pipeline: Plan, base: NodeContext, execution: Execution | None = None
+) -> Execution:
+    """Run every node as soon as its needs are done; independent nodes run concurrently.
+    A `SpecError` raised by a node (bad input found late) stops the whole pipeline. The
+    statuses are filled in `execution` as nodes go, so they survive a failure."""
+    execution = execution if execution is not None else Execution()
+    keys: dict[str, str] = {}
+    tasks: dict[str, asyncio.Task[NodeOutput]] = {}
+
+    async def run_node(node: PlannedNode) -> NodeOutput:
+        status = execution.statuses[node.id] = NodeStatus("skipped", node.kind.name)
+        try:
+            inputs = [await tasks[need] for need in node.needs]
+        except BaseException as exc:
+            raise _Skipped(node.id) from exc
+        status.started = time.monotonic()
+        ctx = NodeContext(
+            base.store,
+            base.runtime,
+            base.tracer,
+            base.board,
+            base.pipeline_id,
+            node.id,
+            fresh=base.fresh,
+            config=base.config,
+        )
+        params = node.params.model_dump(mode="json", by_alias=True)
+        try:
+            if node.kind.always_run:
+                output = await node.kind.run(node.params, inputs, ctx)
+                key = _key(node.kind.name, params, output.model_dump(mode="json"))
+                cached = base.store.node_output(key)
+                status.state = "reused" if cached is not None else "ran"
+            else:
+                identity = node.kind.identity(node.params, ctx) if node.kind.identity else {}
+                key = _key(node.kind.name, params, identity, [keys[n] for n in node.needs])
+                cached = None if base.fresh else base.store.node_output(key)
+                if cached is not None:
+                    output = node.kind.output.model_validate_json(cached)
+                    if node.kind.restore is not None:
+                        output = node.kind.restore(output, inputs)
+                    status.state = "reused"
+                else:
+                    ctx.key = key
+                    output = await node.kind.run(node.params, inputs, ctx)
+                    status.state = "ran"
+            base.store.put_node_output(
+                key, node.kind.name, output.model_dump_json(), base.pipeline_id
+            )
+        except SpecError:
+            status.state = "failed"
+            raise
+        except Exception as exc:
+            status.state, status.error = "failed", f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            status.finished = time.monotonic()
+        status.key = keys[node.id] = key
+        execution.outputs[node.id] = output
+        return output
+
+    for node in pipeline.nodes.values():
+        tasks[node.id] = asyncio.create_task(run_node(node), name=node.id)
+    results = await asyncio.gather(*tasks.values(), return_exceptions=True)
+    for result in results:
+        if isinstance(result, SpecError):
+            raise result
+    return execution
+
+
+def flags_dag(
+    tasks: list[Path],
+    agent: Path,
+    personas: Path | None,
+    trials: int,
+    concurrency: int,
+    judge_model: Any,
+) -> dict[str, Any]:
+    """The pipeline `run-eval --tasks ... --agent ...` stands for."""
+    load: dict[str, Any] = {"paths": [str(p) for p in tasks]}
+    if personas is not None:
+        load["personas"] = str(personas)
+    return {
+        "kind": "dag",
+        "name": "run-eval",
+        "nodes": {
+            "tasks": {"uses": "load_tasks", "with": load},
+            "simulate": {
+                "uses": "simulate",
+                "needs": ["tasks"],
+                "with": {"agent": str(agent), "trials": trials, "concurrency": concurrency},
+            },
+            "grade": {
+                "uses": "grade",
+                "needs": ["simulate"],
+                "with": {"judge_model": judge_model, "concurrency": concurrency},
+            },
+            "report": {"uses": "report", "needs": ["grade"]},
+            "wandb": {"uses": "log_wandb", "needs": ["grade"]},
+        },
+    }

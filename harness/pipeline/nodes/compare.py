@@ -1,0 +1,36 @@
+"""`compare`: variant B (second need) against variant A (first need) on the same tasks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from harness.compare import Side, compare_sides, judge_pairs
+from harness.pipeline.nodes import NodeContext, NodeKind, register
+from harness.pipeline.types import Comparison, Graded
+from harness.specs.agent import ModelRef
+from harness.specs.base import Spec
+
+
+class CompareParams(Spec):
+    """Optional relative judging on top of the paired statistics."""
+
+    judge_model: ModelRef | None = Field(
+        default=None,
+        description="When given, a pairwise judge also says which transcript of each task and "
+        "trial is better (asked in both orders), and the comparison gains a win rate.",
+    )
+
+
+async def run(params: CompareParams, inputs: list[Any], ctx: NodeContext) -> Comparison:
+    a, b = inputs
+    side_a, side_b = Side.load(ctx.store, a.run_id), Side.load(ctx.store, b.run_id)
+    result = compare_sides(side_a, side_b, b.cases)
+    if params.judge_model is not None:
+        judge = ctx.runtime.model(params.judge_model, role="judge")
+        result["relative"] = await judge_pairs(ctx.store, side_a, side_b, b.cases, judge)
+    return Comparison(a=a, b=b, result=result)
+
+
+register(NodeKind("compare", CompareParams, ((Graded,), (Graded,)), Comparison, run))

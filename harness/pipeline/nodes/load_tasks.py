@@ -1,0 +1,106 @@
+"""`load_tasks`: task files and folders, filtered by id, tag and level, cross-checked."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from harness.pipeline.nodes import NodeContext, NodeKind, canonical, file_digest, register
+from harness.pipeline.types import Tasks
+from harness.sim.suite import TaskCase, load_suite
+from harness.specs.base import Spec
+from harness.specs.checks import PythonCheck
+from harness.specs.load import Location, Override, SpecError
+
+
+class LoadTasksParams(Spec):
+    """Which tasks to run."""
+
+    paths: list[str] = Field(min_length=1, description="Task files or folders.")
+    ids: list[str] = Field(default_factory=list, description="Only these task ids.")
+    tags: list[str] = Field(default_factory=list, description="Only tasks with one of these tags.")
+    levels: list[int] = Field(default_factory=list, description="Only tasks of these levels.")
+    personas: str | None = Field(default=None, description="Personas folder (default: nearest).")
+    overrides: list[str] = Field(
+        default_factory=list, alias="set", description="Task overrides, `PATH=VALUE`."
+    )
+    persona_overrides: list[str] = Field(
+        default_factory=list, alias="persona_set", description="Persona overrides, `PATH=VALUE`."
+    )
+
+
+def content_hash(cases: list[TaskCase]) -> str:
+    """Everything that defines a task set: specs, personas, start states, checker files."""
+    digest = hashlib.sha256()
+    for case in cases:
+        files = [c.file for c in case.task.checks if isinstance(c, PythonCheck) and c.file]
+        digest.update(
+            canonical(
+                [
+                    case.task.model_dump(mode="json"),
+                    case.persona.model_dump(mode="json"),
+                    case.state,
+                    [file_digest(f) for f in files],
+                ]
+            ).encode()
+        )
+    return digest.hexdigest()
+
+
+def select(cases: list[TaskCase], params: LoadTasksParams, where: str) -> list[TaskCase]:
+    unknown = set(params.ids) - {c.task.id for c in cases}
+    if unknown:
+        raise SpecError.at(
+            Location(where), "ids", f"unknown task ids: {', '.join(sorted(unknown))}"
+        )
+    chosen = [
+        c
+        for c in cases
+        if (not params.ids or c.task.id in params.ids)
+        and (not params.tags or set(params.tags) & set(c.task.tags))
+        and (not params.levels or c.task.level in params.levels)
+    ]
+    if not chosen:
+        raise SpecError.at(Location(where), "", "no task matches the ids, tags and levels given")
+    return chosen
+
+
+def load_task_set(params: LoadTasksParams, where: str = "load_tasks") -> Tasks:
+    """The task set the parameters describe (also used to re-grade a stored run)."""
+    cases = load_suite(
+        [Path(p) for p in params.paths],
+        Path(params.personas) if params.personas else None,
+        [Override.parse_in(o, "task") for o in params.overrides],
+        [Override.parse_in(o, "persona") for o in params.persona_overrides],
+    )
+    chosen = select(cases, params, where)
+    return Tasks(
+        task_ids=[c.task.id for c in chosen],
+        content_hash=content_hash(chosen),
+        source=params.model_dump(mode="json", by_alias=True),
+    ).with_cases(chosen)
+
+
+async def run(params: LoadTasksParams, inputs: list[Any], ctx: NodeContext) -> Tasks:
+    return load_task_set(params, f"node {ctx.node_id}")
+
+
+def check(params: LoadTasksParams) -> None:
+    load_task_set(params)
+
+
+register(
+    NodeKind(
+        "load_tasks",
+        LoadTasksParams,
+        (),
+        Tasks,
+        run,
+        always_run=True,
+        files=("paths", "personas"),
+        check=check,
+    )
+)

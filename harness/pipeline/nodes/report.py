@@ -1,0 +1,47 @@
+"""`report`: collect runs, comparisons and gate decisions for the terminal, and write the
+Markdown summary and JUnit XML files asked for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from harness.pipeline.nodes import NodeContext, NodeKind, register
+from harness.pipeline.types import Comparison, GateDecision, Graded, Report
+from harness.specs.base import Spec
+
+
+class ReportParams(Spec):
+    """Files to write besides the terminal summary."""
+
+    markdown: str | None = Field(default=None, description="Write a Markdown summary here.")
+    junit: str | None = Field(default=None, description="Write JUnit XML of gated runs here.")
+
+
+async def run(params: ReportParams, inputs: list[Any], ctx: NodeContext) -> Report:
+    from harness.report.junit import write_junit
+    from harness.report.markdown import render_markdown
+
+    report = Report(
+        runs=[i for i in inputs if isinstance(i, Graded)],
+        comparisons=[i for i in inputs if isinstance(i, Comparison)],
+        gates=[i for i in inputs if isinstance(i, GateDecision)],
+    )
+    if params.markdown:
+        path = Path(params.markdown)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_markdown(ctx.store, report))
+        report.files.append(str(path))
+    if params.junit:
+        write_junit(ctx.store, report, Path(params.junit))
+        report.files.append(params.junit)
+    return report
+
+
+register(
+    NodeKind(
+        "report", ReportParams, ((Graded, Comparison, GateDecision),), Report, run, variadic=True
+    )
+)

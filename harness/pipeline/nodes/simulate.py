@@ -1,0 +1,139 @@
+"""`simulate`: play every task's trials against an agent variant and store the transcripts.
+
+Episodes are stored one by one as they finish, under a run keyed by the node's content: a rerun
+after a crash finds that run and plays only the episodes it is missing (none lost, none twice).
+Workers pull from a queue, so memory stays flat however many episodes there are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from harness.pipeline.nodes import NodeContext, NodeKind, register
+from harness.pipeline.types import Episodes, Tasks
+from harness.sim.agent import make_agent
+from harness.sim.episode import EpisodeSpec, episode_seed, run_episode
+from harness.sim.suite import TaskCase, check_variant
+from harness.specs.base import Spec
+from harness.specs.load import Override, load_agent
+from harness.tracing import child_span
+
+
+class SimulateParams(Spec):
+    """Which agent plays, and how often."""
+
+    agent: str = Field(description="Agent variant file.")
+    overrides: list[str] = Field(
+        default_factory=list, alias="set", description="Variant overrides, `PATH=VALUE`."
+    )
+    trials: int = Field(default=1, ge=1, description="Episodes per task, with distinct seeds.")
+    concurrency: int = Field(default=8, ge=1, description="Episodes played at once.")
+
+
+class EpisodeFailed(Exception):
+    """Marks an episode's trace as failed; the transcript still holds the details."""
+
+
+def load_variant(params: SimulateParams):
+    return load_agent(Path(params.agent), [Override.parse_in(o, "agent") for o in params.overrides])
+
+
+def identity(params: SimulateParams, ctx: NodeContext) -> dict[str, Any]:
+    """The variant's content hash stands for the agent (not the file's path)."""
+    return {"variant_hash": load_variant(params).spec.content_hash(), "trials": params.trials}
+
+
+async def run(params: SimulateParams, inputs: list[Any], ctx: NodeContext) -> Episodes:
+    [tasks] = inputs
+    loaded = load_variant(params)
+    check_variant(loaded, tasks.cases)
+    variant, variant_hash = loaded.spec, loaded.spec.content_hash()
+    previous = None if ctx.fresh else ctx.store.run_for_key(ctx.key)
+    if previous is not None:
+        run_id, done = previous.id, ctx.store.episode_keys(previous.id)
+    else:
+        config = {
+            "agent": params.agent,
+            "overrides": params.overrides,
+            "trials": params.trials,
+            "variant": variant.model_dump(mode="json"),
+            "tasks": tasks.source,
+        }
+        run_id = ctx.store.new_run(variant.name, variant_hash, config, ctx.key, ctx.pipeline_id)
+        done = set()
+    todo: asyncio.Queue[tuple[TaskCase, int]] = asyncio.Queue()
+    for case in tasks.cases:
+        for trial in range(params.trials):
+            if (case.task.id, trial) not in done:
+                todo.put_nowait((case, trial))
+    tracker = ctx.board.track(ctx.node_id, len(tasks.cases) * params.trials)
+    for _ in done:
+        tracker.advance()
+    agent = make_agent(variant, ctx.runtime)
+
+    async def worker() -> None:
+        while not todo.empty():
+            case, trial = todo.get_nowait()
+            seed = episode_seed(case.task.id, trial)
+            spec = EpisodeSpec(
+                task=case.task,
+                persona=case.persona,
+                agent=agent,
+                variant_hash=variant_hash,
+                initial_state=case.state,
+                trial=trial,
+                seed=seed,
+                runtime=ctx.runtime,
+            )
+            inputs = {
+                "task_id": case.task.id,
+                "persona": case.persona.name,
+                "trial": trial,
+                "seed": seed,
+            }
+            with child_span(
+                "harness.episode", inputs, {"task_id": case.task.id, "trial": trial}
+            ) as episode:
+                transcript = await run_episode(spec)
+                episode.output = transcript
+                if transcript.error is not None:
+                    episode.error = EpisodeFailed(
+                        f"{transcript.error.side}: {transcript.error.message}"
+                    )
+            ctx.store.add_episode(run_id, transcript, episode.trace_id, episode.call_id)
+            tracker.advance(error=transcript.error is not None, usage=transcript.usage)
+
+    attributes = {"run_id": run_id, "variant": variant.name, "variant_hash": variant_hash}
+    span_inputs = {"run_id": run_id, "tasks": len(tasks.cases), "trials": params.trials}
+    with ctx.tracer.span("harness.evaluation", span_inputs, attributes) as evaluation:
+        await asyncio.gather(*(worker() for _ in range(params.concurrency)))
+        if evaluation is not None:
+            evaluation.output = {"episodes": tracker.completed, "errors": tracker.errors}
+    ctx.store.finish_run(run_id)
+    episodes = len(ctx.store.episode_keys(run_id))
+    return Episodes(
+        run_id=run_id, variant=variant.name, variant_hash=variant_hash, episodes=episodes
+    ).with_cases(tasks.cases)
+
+
+def restore(output: Episodes, inputs: list[Any]) -> Episodes:
+    return output.with_cases(inputs[0].cases)
+
+
+register(
+    NodeKind(
+        "simulate",
+        SimulateParams,
+        ((Tasks,),),
+        Episodes,
+        run,
+        identity=identity,
+        restore=restore,
+        files=("agent",),
+        check=load_variant,
+    )
+)

@@ -1,0 +1,61 @@
+"""JUnit XML: one test case per task of each reported run (failures name the failed checks),
+plus one case per gate decision, so CI systems show them like test results."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from harness.pipeline.types import Graded, Report
+from harness.report.summary import run_figures
+from harness.store import Store
+
+
+def write_junit(store: Store, report: Report, path: Path) -> None:
+    """Write the report's runs (and gates) as JUnit XML."""
+    suites = ET.Element("testsuites", name="harness")
+    gated: list[Graded] = [gate.candidate for gate in report.gates]
+    runs = {run.run_id: run for run in [*gated, *report.runs]}
+    for run in runs.values():
+        figures = run_figures(store, run.run_id)
+        suite = ET.SubElement(
+            suites,
+            "testsuite",
+            name=f"{figures.variant} {figures.run_id}",
+            tests=str(len(figures.tasks)),
+        )
+        failures = errors = 0
+        for line in figures.tasks:
+            case = ET.SubElement(suite, "testcase", classname=figures.variant, name=line.task_id)
+            if line.failed:
+                failures += 1
+                checks = ", ".join(line.failed_checks)
+                ET.SubElement(
+                    case, "failure", message=f"{line.failed}/{line.trials} trials failed: {checks}"
+                ).text = checks
+            elif line.errors:
+                errors += 1
+                ET.SubElement(case, "error", message=", ".join(line.error_reasons))
+        suite.set("failures", str(failures))
+        suite.set("errors", str(errors))
+    for gate in report.gates:
+        suite = ET.SubElement(
+            suites,
+            "testsuite",
+            name="gate",
+            tests="1",
+            failures="0" if gate.passed else "1",
+            errors="0",
+        )
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname="gate",
+            name=f"{gate.candidate.variant} vs {gate.baseline_run or 'none'}",
+        )
+        if not gate.passed:
+            ET.SubElement(case, "failure", message="; ".join(gate.reasons)).text = "\n".join(
+                gate.reasons
+            )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,124 @@
+"""A run's figures, computed once from the store and shared by every report format."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from harness.stats import bootstrap_interval, suite_pass_hat_k, wilson_interval
+from harness.store import EpisodeRow, Store
+from harness.transcript import Usage
+
+
+@dataclass
+class TaskLine:
+    """One task of a run over its trials."""
+
+    task_id: str
+    level: int | None
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    turns: list[int] = field(default_factory=list)
+    end_reasons: Counter[str] = field(default_factory=Counter)
+    failed_checks: dict[str, None] = field(default_factory=dict)  # ordered set
+    error_reasons: dict[str, None] = field(default_factory=dict)
+
+    @property
+    def trials(self) -> int:
+        return self.passed + self.failed + self.errors
+
+    @property
+    def outcome(self) -> str:
+        """pass/fail/error for one trial; 'k/n pass' for several."""
+        if self.trials == 1:
+            return "pass" if self.passed else ("fail" if self.failed else "error")
+        return f"{self.passed}/{self.trials} pass"
+
+
+@dataclass
+class RunFigures:
+    """Everything a summary of one run prints."""
+
+    run_id: str
+    variant: str
+    variant_hash: str
+    tasks: list[TaskLine]
+    usage: Usage
+    user_usage: Usage
+    passed: int
+    graded: int
+    low: float
+    high: float
+    errors_by_side: Counter[str]
+    trials: int
+    by_task: tuple[float, float, float] | None  # bootstrap estimate, low, high (several trials)
+    pass_hat_k: list[tuple[int, float]]
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.graded if self.graded else 0.0
+
+
+def run_figures(store: Store, run_id: str, levels: dict[str, int] | None = None) -> RunFigures:
+    """Read a run's episodes and newest verdicts and compute its summary."""
+    info = store.run(run_id)
+    if info is None:
+        raise LookupError(f"no run {run_id!r} in {store.path}")
+    lines: dict[str, TaskLine] = {}
+    usage, user_usage = Usage(), Usage()
+    sides: Counter[str] = Counter()
+    outcomes: dict[str, list[bool]] = defaultdict(list)
+    for row in store.episode_rows(run_id):
+        line = lines.setdefault(row.task_id, TaskLine(row.task_id, (levels or {}).get(row.task_id)))
+        _add(line, row, sides, outcomes)
+        usage.add(row.usage)
+        user_usage.add(row.user_usage)
+    passed = sum(line.passed for line in lines.values())
+    graded = passed + sum(line.failed for line in lines.values())
+    low, high = wilson_interval(passed, graded)
+    trials = min((len(v) for v in outcomes.values()), default=0)
+    by_task = None
+    pass_hat: list[tuple[int, float]] = []
+    if trials > 1:
+        interval = bootstrap_interval(outcomes)
+        by_task = (interval.estimate, interval.low, interval.high)
+        pass_hat = [(k, suite_pass_hat_k(outcomes, k)) for k in range(1, trials + 1)]
+    return RunFigures(
+        run_id,
+        info.variant,
+        info.variant_hash,
+        list(lines.values()),
+        usage,
+        user_usage,
+        passed,
+        graded,
+        low,
+        high,
+        sides,
+        trials,
+        by_task,
+        pass_hat,
+    )
+
+
+def _add(
+    line: TaskLine, row: EpisodeRow, sides: Counter[str], outcomes: dict[str, list[bool]]
+) -> None:
+    line.turns.append(row.turns)
+    line.end_reasons[row.end_reason] += 1
+    verdict = row.verdict
+    if verdict is None:
+        return
+    if verdict.outcome == "error":
+        line.errors += 1
+        side = verdict.error_side.value if verdict.error_side else "unknown"
+        sides[side] += 1
+        line.error_reasons[f"[{side}] {verdict.reason[:80]}"] = None
+        return
+    outcomes[row.task_id].append(verdict.outcome == "pass")
+    if verdict.outcome == "pass":
+        line.passed += 1
+    else:
+        line.failed += 1
+        line.failed_checks.update(dict.fromkeys(c.name for c in verdict.failed_checks()))
