@@ -11,8 +11,8 @@ import pytest
 
 from harness.grading.result import Verdict
 from harness.store import Store
+from harness.traces.episodes import from_trace
 from harness.tracing import Tracer, open_local_client
-from harness.transcript import Transcript
 from tests.conftest import JUDGE, SCRIPTED, run_harness
 
 TASKS = ["tasks/support/refund-by-email.yaml", "tasks/support/dispute-handoff.yaml"]
@@ -111,7 +111,7 @@ def test_episode_outputs_are_the_stored_transcripts_and_verdicts(recorded) -> No
         tracer.close()
     assert len(episodes) == 4
     for episode in episodes:
-        transcript = Transcript.model_validate(plain(episode.output))
+        transcript = from_trace(episode.output)
         assert transcript == stored[(transcript.task_id, transcript.trial)]
     for grade in grades:
         verdict = Verdict.model_validate(plain(grade.output))
@@ -163,7 +163,7 @@ def test_an_errored_episode_is_an_errored_call(tmp_path: Path) -> None:
     finally:
         tracer.close()
     assert episode.exception and "agent: ModelError" in episode.exception
-    assert Transcript.model_validate(plain(episode.output)).error.side.value == "agent"
+    assert from_trace(episode.output).error.side.value == "agent"
 
 
 def test_no_traces_records_nothing(tmp_path: Path) -> None:

@@ -21,13 +21,14 @@ from harness.store import Store
 from harness.transcript import Usage
 from tests.conftest import ROOT, SCRIPTED, run_harness
 
-SCRIPTED_SIM = "simulate.set=[\"" + SCRIPTED.removeprefix("agent.") + "\"]"
+SCRIPTED_SIM = 'simulate.set=["' + SCRIPTED.removeprefix("agent.") + '"]'
 
 
 def pipeline_nodes(store: Path) -> tuple[str, dict]:
     with sqlite3.connect(store) as db:
         pipeline_id, nodes = db.execute(
-            "SELECT id, nodes FROM pipelines ORDER BY created_at DESC, id DESC LIMIT 1").fetchone()
+            "SELECT id, nodes FROM pipelines ORDER BY created_at DESC, id DESC LIMIT 1"
+        ).fetchone()
     return pipeline_id, json.loads(nodes)
 
 
@@ -36,14 +37,19 @@ def pipeline_nodes(store: Path) -> tuple[str, dict]:
     [
         ("dag-cycle", "nodes.simulate.needs: cycle: simulate -> grade -> simulate"),
         ("dag-unknown-need", "nodes.grade.needs[0]: unknown node 'simulate'"),
-        ("dag-unknown-kind", "nodes.tasks.uses: unknown node kind 'load_task'; did you mean "
-                             "'load_tasks'?"),
-        ("dag-type-mismatch", "nodes.grade.needs[0]: grade takes Episodes here, but 'tasks' "
-                              "(load_tasks) gives Tasks"),
+        (
+            "dag-unknown-kind",
+            "nodes.tasks.uses: unknown node kind 'load_task'; did you mean 'load_tasks'?",
+        ),
+        (
+            "dag-type-mismatch",
+            "nodes.grade.needs[0]: grade takes Episodes here, but 'tasks' (load_tasks) gives Tasks",
+        ),
     ],
 )
-def test_a_bad_graph_is_refused_before_anything_runs(tmp_path: Path, file: str, message: str
-                                                     ) -> None:
+def test_a_bad_graph_is_refused_before_anything_runs(
+    tmp_path: Path, file: str, message: str
+) -> None:
     store = tmp_path / "results.db"
     done = run_harness("run-eval", f"tests/bad_inputs/{file}.yaml", "--store", store)
     assert done.returncode == 2 and "Traceback" not in done.stderr
@@ -52,11 +58,18 @@ def test_a_bad_graph_is_refused_before_anything_runs(tmp_path: Path, file: str, 
     assert not store.exists()
 
 
-def test_independent_nodes_run_concurrently_and_a_rerun_reuses_every_node(tmp_path: Path
-                                                                          ) -> None:
+def test_independent_nodes_run_concurrently_and_a_rerun_reuses_every_node(tmp_path: Path) -> None:
     store = tmp_path / "results.db"
-    first = run_harness("run-eval", "dags/ab-compare.yaml", "--store", store, "--no-traces",
-                        "--set", "report.markdown=" + str(tmp_path / "ab.md"), COLUMNS="200")
+    first = run_harness(
+        "run-eval",
+        "dags/ab-compare.yaml",
+        "--store",
+        store,
+        "--no-traces",
+        "--set",
+        "report.markdown=" + str(tmp_path / "ab.md"),
+        COLUMNS="200",
+    )
     assert first.returncode == 0, first.stderr
     _, nodes = pipeline_nodes(store)
     assert {n: v["state"] for n, v in nodes.items()} == dict.fromkeys(nodes, "ran")
@@ -65,8 +78,16 @@ def test_independent_nodes_run_concurrently_and_a_rerun_reuses_every_node(tmp_pa
     assert "flipped to pass: prompt-injection-refund, refund-outside-window" in first.stdout
     assert (tmp_path / "ab.md").read_text().startswith("## support-careful vs support-baseline")
 
-    second = run_harness("run-eval", "dags/ab-compare.yaml", "--store", store, "--no-traces",
-                         "--set", "report.markdown=" + str(tmp_path / "ab.md"), COLUMNS="200")
+    second = run_harness(
+        "run-eval",
+        "dags/ab-compare.yaml",
+        "--store",
+        store,
+        "--no-traces",
+        "--set",
+        "report.markdown=" + str(tmp_path / "ab.md"),
+        COLUMNS="200",
+    )
     assert second.returncode == 0, second.stderr
     _, nodes = pipeline_nodes(store)
     assert {n: v["state"] for n, v in nodes.items()} == dict.fromkeys(nodes, "reused")
@@ -83,17 +104,34 @@ def test_a_changed_node_invalidates_exactly_what_is_downstream(tmp_path: Path) -
     assert changed.returncode == 0, changed.stderr
     _, nodes = pipeline_nodes(store)
     assert {n: v["state"] for n, v in nodes.items()} == {
-        "tasks": "reused", "baseline": "reused", "candidate": "ran", "grade_baseline": "reused",
-        "grade_candidate": "ran", "compare": "ran", "report": "ran"}
+        "tasks": "reused",
+        "baseline": "reused",
+        "candidate": "ran",
+        "grade_baseline": "reused",
+        "grade_candidate": "ran",
+        "compare": "ran",
+        "report": "ran",
+    }
 
 
 def test_set_is_stored_in_the_resolved_configuration(tmp_path: Path) -> None:
     store = tmp_path / "results.db"
-    done = run_harness("run-eval", "dags/nightly.yaml", "--store", store, "--no-traces",
-                       "--set", SCRIPTED_SIM, "--set", "simulate.trials=1",
-                       "--set", "grade.judge_model={id: scripted, script: agents/scripts/judge.yaml}",
-                       "--set", "report.markdown=" + str(tmp_path / "nightly.md"),
-                       WANDB_MODE="disabled")
+    done = run_harness(
+        "run-eval",
+        "dags/nightly.yaml",
+        "--store",
+        store,
+        "--no-traces",
+        "--set",
+        SCRIPTED_SIM,
+        "--set",
+        "simulate.trials=1",
+        "--set",
+        "grade.judge_model={id: scripted, script: agents/scripts/judge.yaml}",
+        "--set",
+        "report.markdown=" + str(tmp_path / "nightly.md"),
+        WANDB_MODE="disabled",
+    )
     assert done.returncode == 0, done.stderr
     pipeline_id, _ = pipeline_nodes(store)
     shown = run_harness("runs", "show", pipeline_id, "--store", store)
@@ -103,25 +141,45 @@ def test_set_is_stored_in_the_resolved_configuration(tmp_path: Path) -> None:
     assert config["status"] == "done" and len(config["runs"]) == 1
     listed = run_harness("runs", "list", "--store", store, COLUMNS="250")
     assert pipeline_id in listed.stdout and "nightly" in listed.stdout
-    bad = run_harness("run-eval", "dags/nightly.yaml", "--store", store, "--set", "simulat.trials=1")
+    bad = run_harness(
+        "run-eval", "dags/nightly.yaml", "--store", store, "--set", "simulat.trials=1"
+    )
     assert bad.returncode == 2
-    assert bad.stderr.strip() == ("--set simulat.trials=1: expected NODE.PARAM=VALUE; nodes: tasks, "
-                                  "simulate, grade, report, wandb")
+    assert bad.stderr.strip() == (
+        "--set simulat.trials=1: expected NODE.PARAM=VALUE; nodes: tasks, "
+        "simulate, grade, report, wandb"
+    )
 
 
-def test_regression_gate_dag_passes_the_careful_candidate_and_fails_a_broken_one(tmp_path: Path
-                                                                                 ) -> None:
+def test_regression_gate_dag_passes_the_careful_candidate_and_fails_a_broken_one(
+    tmp_path: Path,
+) -> None:
     store = tmp_path / "results.db"
-    common = ("run-eval", "dags/regression-gate.yaml", "--store", store, "--no-traces",
-              "--set", f"report.markdown={tmp_path / 'gate.md'}",
-              "--set", f"report.junit={tmp_path / 'junit.xml'}")
+    common = (
+        "run-eval",
+        "dags/regression-gate.yaml",
+        "--store",
+        store,
+        "--no-traces",
+        "--set",
+        f"report.markdown={tmp_path / 'gate.md'}",
+        "--set",
+        f"report.junit={tmp_path / 'junit.xml'}",
+    )
     passed = run_harness(*common, COLUMNS="200")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "gate: PASS" in passed.stdout
     broken = tmp_path / "no-refunds.yaml"
-    broken.write_text(yaml.safe_dump({
-        "kind": "agent", "name": "no-refunds", "extends": str(ROOT / "agents/support-baseline.yaml"),
-        "skills": {"refunds": "Never issue refunds; send every refund request to a human."}}))
+    broken.write_text(
+        yaml.safe_dump(
+            {
+                "kind": "agent",
+                "name": "no-refunds",
+                "extends": str(ROOT / "agents/support-baseline.yaml"),
+                "skills": {"refunds": "Never issue refunds; send every refund request to a human."},
+            }
+        )
+    )
     failed = run_harness(*common, "--set", f"candidate.agent={broken}", COLUMNS="200")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "gate: FAIL" in failed.stdout
@@ -129,11 +187,24 @@ def test_regression_gate_dag_passes_the_careful_candidate_and_fails_a_broken_one
 
 def test_killed_in_the_middle_and_resumed_gives_the_same_episodes(tmp_path: Path) -> None:
     killed_store, clean_store = tmp_path / "killed.db", tmp_path / "clean.db"
-    command = [sys.executable, "-m", "harness", "run-eval", "tests/data/resume.yaml", "--no-traces",
-               "--no-cache"]
+    command = [
+        sys.executable,
+        "-m",
+        "harness",
+        "run-eval",
+        "tests/data/resume.yaml",
+        "--no-traces",
+        "--no-cache",
+    ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen([*command, "--store", str(killed_store)], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [*command, "--store", str(killed_store)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     started = process.stderr.readline()
     pipeline_id = started.split()[1]
     assert started.startswith("pipeline dag-") and started.strip().endswith("started")
@@ -150,11 +221,13 @@ def test_killed_in_the_middle_and_resumed_gives_the_same_episodes(tmp_path: Path
         assert db.execute("SELECT status FROM pipelines").fetchone() == ("running",)
     assert 10 <= at_kill < 44, "killed in the middle of simulation"
 
-    resumed = run_harness("run-eval", "--resume", pipeline_id, "--store", killed_store,
-                          "--no-traces", "--no-cache")
+    resumed = run_harness(
+        "run-eval", "--resume", pipeline_id, "--store", killed_store, "--no-traces", "--no-cache"
+    )
     assert resumed.returncode == 0, resumed.stderr
-    clean = subprocess.run([*command, "--store", str(clean_store)], cwd=ROOT, env=env,
-                           capture_output=True, text=True)
+    clean = subprocess.run(
+        [*command, "--store", str(clean_store)], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     assert clean.returncode == 0, clean.stderr
 
     def episodes(path: Path) -> dict:
@@ -162,8 +235,13 @@ def test_killed_in_the_middle_and_resumed_gives_the_same_episodes(tmp_path: Path
         try:
             [run] = results.runs()
             verdicts = {(v.task_id, v.trial): v.outcome for v in results.latest_verdicts(run.id)}
-            return {(t.task_id, t.trial): ([m.content for m in t.messages], verdicts[
-                (t.task_id, t.trial)]) for t, _, _ in results.transcripts(run.id)}
+            return {
+                (t.task_id, t.trial): (
+                    [m.content for m in t.messages],
+                    verdicts[(t.task_id, t.trial)],
+                )
+                for t, _, _ in results.transcripts(run.id)
+            }
         finally:
             results.close()
 
@@ -176,16 +254,31 @@ def test_killed_in_the_middle_and_resumed_gives_the_same_episodes(tmp_path: Path
 
 def test_offline_wandb_run_directory_holds_the_metrics(tmp_path: Path) -> None:
     folder = tmp_path / "wandb"
-    done = run_harness("run-eval", "--tasks", "tasks/support/order-status.yaml", "--tasks",
-                       "tasks/support/cancel-processing.yaml", "--agent",
-                       "agents/support-baseline.yaml", "--set", SCRIPTED, "--set",
-                       f"wandb.dir={folder}", "--store", tmp_path / "r.db", "--no-traces",
-                       WANDB_MODE="offline")
+    done = run_harness(
+        "run-eval",
+        "--tasks",
+        "tasks/support/order-status.yaml",
+        "--tasks",
+        "tasks/support/cancel-processing.yaml",
+        "--agent",
+        "agents/support-baseline.yaml",
+        "--set",
+        SCRIPTED,
+        "--set",
+        f"wandb.dir={folder}",
+        "--store",
+        tmp_path / "r.db",
+        "--no-traces",
+        WANDB_MODE="offline",
+    )
     assert done.returncode == 0, done.stderr
     [run_dir] = list((folder / "wandb").glob("offline-run-*"))
-    records = subprocess.run([str(Path(sys.executable).with_name("wandb")), "leet", "inspect",
-                              "--json", str(run_dir)], capture_output=True, text=True,
-                             timeout=60).stdout.splitlines()
+    records = subprocess.run(
+        [str(Path(sys.executable).with_name("wandb")), "leet", "inspect", "--json", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.splitlines()
     summary: dict = {}
     config: dict = {}
     for record in map(json.loads, records):

@@ -168,7 +168,8 @@ def test_runs_are_repeatable_and_accumulate_in_one_store(tmp_path: Path) -> None
     assert '"agent": "agents/support-baseline.yaml"' in config
     reused = run_eval(store)  # unchanged: every node is reused, nothing is played again
     assert "tasks reused, simulate reused, grade reused, report reused, wandb reused" in (
-        reused.stdout.replace("\n", " "))
+        reused.stdout.replace("\n", " ")
+    )
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT COUNT(*) FROM episodes").fetchone() == (44,)
 

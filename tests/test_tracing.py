@@ -80,14 +80,16 @@ def test_nested_spans_read_back_through_the_weave_client(tracer: Tracer) -> None
     assert ep.display_name == "refund-1 #2"
     assert {k: ep.attributes[k] for k in ATTRIBUTES} == ATTRIBUTES
     assert ep.inputs == {"task": "refund-1"} and mc.output == {"text": "done", "input_tokens": 12}
-    assert mc.inputs == {"messages": [asked.model_dump(mode="json")]}
+    assert mc.inputs == {"messages": [asked.model_dump(mode="json", exclude_defaults=True)]}
 
     # A pydantic output reads back as a dict of its fields, which validates as the model again.
     assert ep.output["task_id"] == "refund-1" and ep.output["end_reason"] == "user_stop"
     assert ep.output["messages"][1]["tool_calls"][0]["arguments"] == {"order": 7}
     assert Transcript.model_validate(ep.output) == _transcript()
     raw = tracer.client.server.call_read({"project_id": ep.project_id, "id": ep.id}).call
-    assert raw is not None and raw.output == _transcript().model_dump(mode="json")
+    assert raw is not None and raw.output == _transcript().model_dump(
+        mode="json", exclude_defaults=True
+    )
 
     assert tc.output is None and json.loads(tc.exception)["type"] == "LookupError"
     statuses = [c.summary["weave"]["status"] for c in (ep, tu, mc, tc)]

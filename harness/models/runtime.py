@@ -159,16 +159,23 @@ class ManagedModel:
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams
     ) -> Completion:
+        # What a reader of the trace needs, kept small: weave pays for every value it records.
         inputs = {
             "model": self.name,
             "role": self.role,
             "messages": len(messages),
             "last": messages[-1].content if messages else "",
-            "trial": params.trial,
         }
         with child_span("harness.model_call", inputs) as span:
             completion = await self._complete(messages, tools, params)
-            span.output = {"message": completion.message, "usage": completion.usage}
+            reply, usage = completion.message, completion.usage
+            span.output = {
+                "content": reply.content,
+                "tool_calls": [
+                    {"name": c.name, "arguments": c.arguments} for c in reply.tool_calls
+                ],
+                "tokens": [usage.input_tokens, usage.output_tokens],
+            }
         return completion
 
     async def _complete(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,26 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def trace_view(transcript: Transcript) -> dict[str, Any]:
+    """An episode call's output: the Transcript, with its final state as one JSON text (a
+    state has hundreds of values, and weave pays for each one it records)."""
+    view = transcript.model_dump(mode="json", exclude_defaults=True)
+    view["final_state"] = json.dumps(transcript.final_state, sort_keys=True)
+    return view
+
+
+def from_trace(output: Any) -> Transcript | None:
+    """The Transcript an episode call recorded (see `trace_view`)."""
+    output = _plain(output)
+    if not isinstance(output, dict):
+        return None
+    if isinstance(output.get("final_state"), str):
+        output["final_state"] = json.loads(output["final_state"])
+    return Transcript.model_validate(output)
+
+
 def _episode(call: Any, verdicts: dict[str, Verdict]) -> EpisodeTrace:
-    output = _plain(call.output)
-    transcript = Transcript.model_validate(output) if isinstance(output, dict) else None
+    transcript = from_trace(call.output)
     return EpisodeTrace(
         call_id=call.id,
         trace_id=call.trace_id,

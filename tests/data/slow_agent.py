@@ -5,7 +5,8 @@ import time
 from pathlib import Path
 
 spec = importlib.util.spec_from_file_location(
-    "support_bot", Path(__file__).resolve().parents[2] / "agents" / "support_bot.py")
+    "support_bot", Path(__file__).resolve().parents[2] / "agents" / "support_bot.py"
+)
 support_bot = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(support_bot)
 

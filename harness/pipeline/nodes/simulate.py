@@ -20,6 +20,7 @@ from harness.sim.episode import EpisodeSpec, episode_seed, run_episode
 from harness.sim.suite import TaskCase, check_variant
 from harness.specs.base import Spec
 from harness.specs.load import Override, load_agent
+from harness.traces.episodes import trace_view
 from harness.tracing import child_span
 
 
@@ -99,7 +100,7 @@ async def run(params: SimulateParams, inputs: list[Any], ctx: NodeContext) -> Ep
                 "harness.episode", inputs, {"task_id": case.task.id, "trial": trial}
             ) as episode:
                 transcript = await run_episode(spec)
-                episode.output = transcript
+                episode.output = trace_view(transcript)
                 if transcript.error is not None:
                     episode.error = EpisodeFailed(
                         f"{transcript.error.side}: {transcript.error.message}"
