@@ -55,7 +55,7 @@ def run_mode(folder: Path, episodes: int, traced: bool) -> dict[str, float]:
     """One measurement, in this process (the parent runs each mode in a child)."""
     os.chdir(folder)
     from harness.pipeline.dag import flags_dag
-    from harness.pipeline.runner import RunOptions, run_pipeline, with_overrides
+    from harness.pipeline.runner import RUN_EVAL_SHORTCUTS, RunOptions, run_pipeline, with_overrides
     from harness.store import Store
 
     tasks = len(TEMPLATES) * TASKS_PER_TEMPLATE
@@ -72,7 +72,7 @@ def run_mode(folder: Path, episodes: int, traced: bool) -> dict[str, float]:
         data,
         {},
         ["agent.model={id: scripted, script: agents/scripts/support.yaml}"],
-        shortcuts=True,
+        RUN_EVAL_SHORTCUTS,
     )
     options = RunOptions(
         store=Path("results.db"),

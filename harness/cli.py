@@ -122,10 +122,18 @@ def run_eval(
     ),
     no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,
 ) -> None:
-    """Run an eval pipeline: a DAG file, or the default one (load tasks -> simulate -> grade ->
-    report) built from --tasks and --agent. Unchanged nodes are reused; exit 1 if a gate fails."""
+    """Run an eval pipeline: a DAG file, or the default one from --tasks and --agent.
+
+    The default pipeline is load tasks -> simulate -> grade -> report (and a W&B run). Unchanged
+    nodes are reused; exit 1 if a gate fails."""
     from harness.pipeline.dag import flags_dag
-    from harness.pipeline.runner import RunOptions, read_dag, run_pipeline, with_overrides
+    from harness.pipeline.runner import (
+        RUN_EVAL_SHORTCUTS,
+        RunOptions,
+        read_dag,
+        run_pipeline,
+        with_overrides,
+    )
     from harness.specs.load import Location, SpecError
     from harness.store import Store
 
@@ -162,14 +170,14 @@ def run_eval(
             data, positions, source = info.config["dag"], {}, Path(info.config["source"])
         elif dag is not None:
             data, positions = read_dag(dag)
-            data, source = with_overrides(data, positions, set_ or [], shortcuts=False), dag
+            data, source = with_overrides(data, positions, set_ or []), dag
         else:
             if not tasks or agent is None:
                 raise SpecError.at(Location("run-eval"), "", "--tasks and --agent go together")
             judge = parse_model_option("--judge-model", judge_model)
             data = flags_dag(tasks, agent, personas, trials, concurrency, judge)
             positions, source = {}, Path("run-eval")
-            data = with_overrides(data, positions, set_ or [], shortcuts=True)
+            data = with_overrides(data, positions, set_ or [], RUN_EVAL_SHORTCUTS)
             preflight(data)
         outcome = run_pipeline(data, positions, source, options, resume or "")
     raise typer.Exit(print_outcome(outcome, store))
@@ -239,8 +247,9 @@ def grade(
     timeout: TimeoutOpt = 60.0,
     retries: RetriesOpt = 4,
 ) -> None:
-    """Re-score a run's stored transcripts with the tasks' current checks, without simulating
-    again; the new verdicts are stored beside the old ones."""
+    """Re-score a stored run with the tasks' current checks, without simulating again.
+
+    The new verdicts are stored beside the old ones."""
     import asyncio
 
     from rich.console import Console
@@ -364,6 +373,320 @@ def runs_show(
         }
     results.close()
     typer.echo(yaml.safe_dump(shown, sort_keys=False, allow_unicode=True))
+
+
+baseline_app = typer.Typer(help="The run that gates compare candidates with.", no_args_is_help=True)
+app.add_typer(baseline_app, name="baseline")
+
+
+def stored_tasks(store: Any, run_id: str) -> Any:
+    """The task set a stored run played, loaded again from its recorded parameters."""
+    from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
+    from harness.specs.load import Location, SpecError
+
+    info = store.run(run_id)
+    if info is None:
+        raise SpecError.at(Location(str(store.path)), "", f"no run {run_id!r} in the store")
+    return load_task_set(LoadTasksParams.model_validate(info.config["tasks"]))
+
+
+def graded_output(store: Any, run_id: str, cases: list[Any]) -> Any:
+    """A stored run as the `Graded` output reports take."""
+    from collections import Counter
+
+    from harness.pipeline.types import Graded
+
+    info = store.run(run_id)
+    counts = Counter(v.outcome for v in store.latest_verdicts(run_id))
+    return Graded(
+        run_id=run_id,
+        variant=info.variant,
+        variant_hash=info.variant_hash,
+        episodes=len(store.episode_keys(run_id)),
+        counts=dict(counts),
+    ).with_cases(cases)
+
+
+@app.command()
+def compare(
+    runs: Annotated[
+        list[str] | None, typer.Argument(help="Two stored runs RUN_A RUN_B (instead of --a/--b).")
+    ] = None,
+    a: Annotated[Path | None, typer.Option("--a", help="Variant A (the baseline side).")] = None,
+    b: Annotated[Path | None, typer.Option("--b", help="Variant B (the candidate side).")] = None,
+    tasks: Annotated[
+        list[Path] | None, typer.Option("--tasks", help="Task files or folders.")
+    ] = None,
+    personas: Annotated[Path | None, typer.Option(help="Personas folder.")] = None,
+    trials: Annotated[int, typer.Option(min=1, help="Episodes per task and variant.")] = 1,
+    concurrency: Annotated[int, typer.Option(min=1, help="Episodes run at once.")] = 8,
+    judge_model: Annotated[
+        str, typer.Option(help="Judge of llm_judge checks and of the relative comparison.")
+    ] = DEFAULT_JUDGE,
+    no_relative: Annotated[
+        bool, typer.Option("--no-relative", help="Skip the pairwise relative judge.")
+    ] = False,
+    markdown: Annotated[Path | None, typer.Option(help="Also write a Markdown summary.")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="NODE.PARAM=VALUE, or agent./task./persona.FIELD=VALUE "
+            "(agent applies to both variants).",
+        ),
+    ] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    cache: CacheOpt = DEFAULT_CACHE,
+    no_cache: NoCacheOpt = False,
+    no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,
+) -> None:
+    """Is variant B better than A? Paired statistics on the same tasks, personas and seeds.
+
+    Pass rates with intervals, their paired difference (bootstrap) and exact McNemar test,
+    pass^k, the relative judge's win rate, breakdowns per level and tag, cost/latency/turn
+    deltas and the tasks that flipped. Either plays both variants, or compares two stored runs."""
+    import asyncio
+
+    from rich.console import Console
+
+    from harness.compare import Side, compare_sides, judge_pairs
+    from harness.models import ModelRuntime, ResponseCache
+    from harness.pipeline.dag import compare_dag
+    from harness.pipeline.runner import (
+        COMPARE_SHORTCUTS,
+        RunOptions,
+        run_pipeline,
+        with_overrides,
+    )
+    from harness.pipeline.types import Comparison, Report
+    from harness.report.markdown import render_markdown
+    from harness.report.terminal import print_comparison
+    from harness.specs.load import Location, SpecError
+    from harness.store import Store
+
+    with user_errors():
+        judge = parse_model_option("--judge-model", judge_model)
+        if runs:
+            if len(runs) != 2 or a or b or tasks:
+                raise SpecError.at(
+                    Location("compare"), "", "give two stored runs, or --a, --b and --tasks"
+                )
+            if not store.is_file():
+                raise SpecError.at(Location(str(store)), "", "no results store")
+            results = Store(store)
+            task_set = stored_tasks(results, runs[0])
+    if not runs:
+        with user_errors():
+            if not (a and b and tasks):
+                raise SpecError.at(Location("compare"), "", "--a, --b and --tasks go together")
+            data = compare_dag(tasks, a, b, personas, trials, concurrency, judge, not no_relative)
+            if markdown:
+                data["nodes"]["report"]["with"] = {"markdown": str(markdown)}
+            data = with_overrides(data, {}, set_ or [], COMPARE_SHORTCUTS)
+            options = RunOptions(
+                store=store,
+                cache=None if no_cache else cache,
+                traces=None if no_traces else DEFAULT_TRACES,
+            )
+            outcome = run_pipeline(data, {}, Path("compare"), options)
+        raise typer.Exit(print_outcome(outcome, store))
+    try:
+        side_a, side_b = Side.load(results, runs[0]), Side.load(results, runs[1])
+        result = compare_sides(side_a, side_b, task_set.cases)
+        if not no_relative:
+            runtime = ModelRuntime(cache=None if no_cache else ResponseCache(cache))
+
+            async def relative() -> dict[str, Any]:
+                try:
+                    model = runtime.model(judge, role="judge")
+                    return await judge_pairs(results, side_a, side_b, task_set.cases, model)
+                finally:
+                    await runtime.aclose()
+
+            result["relative"] = asyncio.run(relative())
+            runtime.close()
+        print_comparison(result, Console())
+        if markdown:
+            pair = Comparison(
+                a=graded_output(results, runs[0], task_set.cases),
+                b=graded_output(results, runs[1], task_set.cases),
+                result=result,
+            )
+            markdown.parent.mkdir(parents=True, exist_ok=True)
+            markdown.write_text(render_markdown(results, Report(comparisons=[pair])))
+            typer.echo(f"wrote {markdown}")
+    finally:
+        results.close()
+
+
+@app.command()
+def gate(
+    config: Annotated[Path, typer.Option(help="The gate's thresholds.")] = Path("ci/gate.yaml"),
+    candidate: Annotated[
+        str | None, typer.Option(help="The run to judge (default: the newest run).")
+    ] = None,
+    baseline: Annotated[
+        str | None, typer.Option(help="The run to compare with (default: the stored baseline).")
+    ] = None,
+    junit: Annotated[Path | None, typer.Option(help="JUnit XML (default: the config's).")] = None,
+    markdown: Annotated[
+        Path | None, typer.Option(help="Markdown summary (default: the config's).")
+    ] = None,
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """The CI regression gate: may the candidate run replace the baseline?
+
+    Exit 0 when it may; 1 naming every rule it breaks (level floors, a significant drop, a
+    regression-suite task now failing every trial, cost and latency budgets); 2 on a bad config
+    or missing runs. Writes JUnit XML and a Markdown summary."""
+    from rich.console import Console
+
+    from harness.gate import gate_run
+    from harness.pipeline.nodes.gate import load_gate
+    from harness.pipeline.types import GateDecision, Report
+    from harness.report.junit import write_junit
+    from harness.report.markdown import render_markdown
+    from harness.report.terminal import print_gate
+    from harness.specs.load import Location, SpecError
+    from harness.store import Store
+
+    with user_errors():
+        rules = load_gate(config)
+        if not store.is_file():
+            raise SpecError.at(Location(str(store)), "", "no results store (run an eval first)")
+        results = Store(store)
+        baseline = baseline or results.baseline()
+        if candidate is None:
+            candidates = [r.id for r in results.runs() if r.id != baseline]
+            if not candidates:
+                raise SpecError.at(Location(str(store)), "", "no candidate run in the store")
+            candidate = candidates[-1]
+        for run_id in filter(None, (candidate, baseline)):
+            if results.run(run_id) is None:
+                raise SpecError.at(Location(str(store)), "", f"no run {run_id!r} in the store")
+        task_set = stored_tasks(results, candidate)
+    console = Console()
+    try:
+        if baseline is None:
+            console.print(
+                "[yellow]no baseline: only level floors and budgets apply "
+                "(harness baseline set RUN_ID)[/yellow]"
+            )
+        result = gate_run(results, rules, candidate, baseline, task_set.cases)
+        graded = graded_output(results, candidate, task_set.cases)
+        decision = GateDecision(
+            passed=result.passed,
+            reasons=result.reasons,
+            candidate=graded,
+            baseline_run=baseline,
+            result={"details": result.details},
+        )
+        report = Report(runs=[graded], gates=[decision])
+        console.print(
+            f"candidate {candidate} ({graded.variant}) against baseline {baseline or 'none'}"
+        )
+        print_gate(result.passed, result.reasons, console)
+        for path, write in (
+            (junit or rules.junit, write_junit),
+            (markdown or rules.markdown, None),
+        ):
+            if path is None:
+                continue
+            target = Path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if write is not None:
+                write(results, report, target)
+            else:
+                target.write_text(render_markdown(results, report))
+            console.print(f"wrote {target}")
+    finally:
+        results.close()
+    raise typer.Exit(0 if result.passed else 1)
+
+
+@baseline_app.command("set")
+def baseline_set(
+    run_id: Annotated[str, typer.Argument(help="The run that production stands on.")],
+    store: StoreOpt = DEFAULT_STORE,
+) -> None:
+    """Make a stored run the baseline of `harness gate`."""
+    from harness.store import Store
+
+    results = Store(store) if store.is_file() else None
+    info = results.run(run_id) if results else None
+    if results is None or info is None:
+        typer.echo(f"{store}: no run {run_id!r}", err=True)
+        raise typer.Exit(2)
+    results.set_baseline(run_id)
+    results.close()
+    typer.echo(f"baseline: {run_id} ({info.variant} {info.variant_hash})")
+
+
+@baseline_app.command("show")
+def baseline_show(store: StoreOpt = DEFAULT_STORE) -> None:
+    """Show the baseline run and its pass rate."""
+    from harness.report.summary import run_figures
+    from harness.store import Store
+
+    results = Store(store) if store.is_file() else None
+    run_id = results.baseline() if results else None
+    if results is None or run_id is None:
+        typer.echo(f"{store}: no baseline set (harness baseline set RUN_ID)", err=True)
+        raise typer.Exit(2)
+    figures = run_figures(results, run_id)
+    results.close()
+    typer.echo(
+        f"baseline: {run_id} ({figures.variant} {figures.variant_hash}), pass rate "
+        f"{figures.rate:.1%} ({figures.passed}/{figures.graded}, 95% Wilson CI "
+        f"{figures.low:.1%}-{figures.high:.1%})"
+    )
+
+
+@app.command()
+def history(store: StoreOpt = DEFAULT_STORE) -> None:
+    """The pass-rate trend of gated runs, per variant and per week."""
+    from collections import defaultdict
+    from datetime import datetime
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from harness.store import Store
+
+    if not store.is_file():
+        typer.echo(f"{store}: no results store", err=True)
+        raise typer.Exit(2)
+    results = Store(store)
+    rows = results.gate_history()
+    results.close()
+    weeks: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        year, week, _ = datetime.fromisoformat(row["at"]).isocalendar()
+        weeks[(row["variant"], f"{year}-W{week:02d}")].append(row)
+    table = Table(title="Gate history: pass rate per variant and week", title_justify="left")
+    for column in (
+        "variant",
+        "week",
+        "gate runs",
+        "passed",
+        "failed",
+        "pass rate",
+        "first -> last",
+    ):
+        table.add_column(column)
+    for (variant, week), entries in sorted(weeks.items()):
+        rates = [e["pass_rate"] for e in entries]
+        passed = sum(e["passed"] for e in entries)
+        table.add_row(
+            variant,
+            week,
+            str(len(entries)),
+            str(passed),
+            str(len(entries) - passed),
+            f"{sum(rates) / len(rates):.1%}",
+            f"{rates[0]:.1%} -> {rates[-1]:.1%}",
+        )
+    Console().print(table)
 
 
 @app.command()

@@ -38,12 +38,27 @@ class Side:
         rows = {(r.task_id, r.trial): r for r in store.episode_rows(run_id) if r.verdict}
         return cls(run_id, info.variant, rows)
 
+    def outcome(self, key: tuple[str, int]) -> str:
+        verdict = self.rows[key].verdict
+        assert verdict is not None  # only graded episodes are loaded
+        return verdict.outcome
+
+    def passed(self, key: tuple[str, int]) -> bool:
+        return self.outcome(key) == "pass"
+
     def outcomes(self, keys: Iterable[tuple[str, int]]) -> dict[str, list[bool]]:
         """Pass/fail per task over the given (task, trial) keys."""
         by_task: dict[str, list[bool]] = defaultdict(list)
         for key in sorted(keys):
-            by_task[key[0]].append(self.rows[key].verdict.outcome == "pass")  # type: ignore[union-attr]
+            by_task[key[0]].append(self.passed(key))
         return dict(by_task)
+
+
+def paired_keys(a: Side, b: Side) -> tuple[list[tuple[str, int]], set[tuple[str, int]]]:
+    """The (task, trial) pairs both sides graded without error, and those left out."""
+    shared = set(a.rows) & set(b.rows)
+    errored = {k for k in shared if "error" in (a.outcome(k), b.outcome(k))}
+    return sorted(shared - errored), errored
 
 
 def _rate(outcomes: dict[str, list[bool]]) -> dict[str, Any]:
@@ -61,15 +76,12 @@ def _rate(outcomes: dict[str, list[bool]]) -> dict[str, Any]:
 def compare_sides(a: Side, b: Side, cases: list[TaskCase]) -> dict[str, Any]:
     """The comparison of two graded runs over the (task, trial) pairs both graded without
     error. Pairs where either side errored are excluded and counted."""
-    shared = set(a.rows) & set(b.rows)
-    errored = {
-        k for k in shared if "error" in (a.rows[k].verdict.outcome, b.rows[k].verdict.outcome)
-    }  # type: ignore[union-attr]
-    keys = sorted(shared - errored)
+    keys, errored = paired_keys(a, b)
     a_out, b_out = a.outcomes(keys), b.outcomes(keys)
-    pairs_a = [a.rows[k].verdict.outcome == "pass" for k in keys]  # type: ignore[union-attr]
-    pairs_b = [b.rows[k].verdict.outcome == "pass" for k in keys]  # type: ignore[union-attr]
+    pairs_a = [a.passed(k) for k in keys]
+    pairs_b = [b.passed(k) for k in keys]
     test = mcnemar_exact(pairs_a, pairs_b)
+    worse = mcnemar_exact(pairs_a, pairs_b, alternative="less")
     difference = paired_bootstrap(a_out, b_out)
     trials = min((len(v) for v in a_out.values()), default=0)
     by_case = {case.task.id: case.task for case in cases}
@@ -118,7 +130,12 @@ def compare_sides(a: Side, b: Side, cases: list[TaskCase]) -> dict[str, Any]:
             "high": difference.high,
             "bootstrap_p": difference.p_value,
         },
-        "mcnemar": {"b_only": test.b_only, "a_only": test.a_only, "p_value": test.p_value},
+        "mcnemar": {
+            "b_only": test.b_only,
+            "a_only": test.a_only,
+            "p_value": test.p_value,
+            "p_b_worse": worse.p_value,
+        },
         "pass_hat_k": {
             "k": trials,
             "a": suite_pass_hat_k(a_out, trials) if trials else 0.0,

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import mean, quantiles
 from typing import Any
 
-from harness.compare import Side, compare_sides
+from harness.compare import Side, compare_sides, paired_keys
 from harness.sim.suite import TaskCase
 from harness.specs.gate import Gate
-from harness.stats import wilson_interval
+from harness.stats import mcnemar_exact, wilson_interval
+from harness.store import Store
 
 
 @dataclass
@@ -25,11 +26,17 @@ class GateResult:
 
 def _graded(side: Side) -> dict[str, list[bool]]:
     """Pass/fail per task, errors left out."""
-    by_task: dict[str, list[bool]] = defaultdict(list)
-    for (task_id, _), row in sorted(side.rows.items()):
-        if row.verdict is not None and row.verdict.outcome != "error":
-            by_task[task_id].append(row.verdict.outcome == "pass")
-    return dict(by_task)
+    return side.outcomes(key for key in side.rows if side.outcome(key) != "error")
+
+
+def worse_than_baseline(
+    baseline: Sequence[bool], candidate: Sequence[bool], alpha: float
+) -> tuple[bool, float]:
+    """The gate's significance rule on paired outcomes (same task, trial and seed on both
+    sides): a one-sided exact McNemar test that the candidate is worse, at `alpha`.
+    `bench/gate_power.py` measures its false-alarm rate and power."""
+    p_value = mcnemar_exact(baseline, candidate, alternative="less").p_value
+    return p_value < alpha, p_value
 
 
 def evaluate_gate(
@@ -69,13 +76,17 @@ def evaluate_gate(
     if baseline is not None:
         comparison = compare_sides(baseline, candidate, cases)
         details["comparison"] = comparison
-        test = comparison["mcnemar"]
-        if test["a_only"] > test["b_only"] and test["p_value"] < config.alpha:
+        keys, _ = paired_keys(baseline, candidate)
+        worse, p_value = worse_than_baseline(
+            [baseline.passed(k) for k in keys], [candidate.passed(k) for k in keys], config.alpha
+        )
+        if worse:
+            test = comparison["mcnemar"]
             reasons.append(
                 f"worse than the baseline: pass rate {comparison['a']['rate']:.1%} -> "
                 f"{comparison['b']['rate']:.1%} ({test['a_only']} episodes lost, "
-                f"{test['b_only']} won; exact McNemar p = {test['p_value']:.4f} < alpha "
-                f"{config.alpha:g})"
+                f"{test['b_only']} won; one-sided exact McNemar p = {p_value:.4f} "
+                f"< alpha {config.alpha:g})"
             )
         before = _graded(baseline)
         tagged = sorted(
@@ -112,3 +123,19 @@ def evaluate_gate(
             f"{budgets.latency_s_p95:g}s"
         )
     return GateResult(passed=not reasons, reasons=reasons, details=details, failing_tasks=failing)
+
+
+def gate_run(
+    store: Store, config: Gate, candidate_run: str, baseline_run: str | None, cases: list[TaskCase]
+) -> GateResult:
+    """Judge a stored candidate run against a stored baseline run, and append the decision to
+    the store's gate history."""
+    candidate = Side.load(store, candidate_run)
+    baseline = Side.load(store, baseline_run) if baseline_run else None
+    result = evaluate_gate(config, candidate, baseline, cases)
+    graded = [key for key in candidate.rows if candidate.outcome(key) != "error"]
+    rate = sum(candidate.passed(key) for key in graded) / len(graded) if graded else 0.0
+    store.add_gate_result(
+        candidate_run, baseline_run, candidate.variant, result.passed, rate, result.reasons
+    )
+    return result

@@ -177,11 +177,12 @@ def bootstrap_interval(
     return Interval(estimate, low, high)
 
 
-def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
+def mcnemar_exact(a: Sequence[bool], b: Sequence[bool], alternative: str = "two-sided") -> McNemar:
     """Exact McNemar test of two variants on the same items (a[i] and b[i] are one task/trial).
 
-    Only discordant pairs carry evidence; the two-sided p-value is the binomial test of b_only
-    out of the discordant pairs at 1/2. No discordant pairs (or no pairs) gives p = 1.
+    Only discordant pairs carry evidence; the p-value is the binomial test of b_only out of the
+    discordant pairs at 1/2: two-sided, or with `alternative="less"` one-sided for "b is worse
+    than a" (what a regression gate asks). No discordant pairs (or no pairs) gives p = 1.
     """
     if len(a) != len(b):
         raise ValueError(f"paired outcomes differ in length: {len(a)} in a, {len(b)} in b")
@@ -192,7 +193,8 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
         return McNemar(0, 0, 1.0)
     from scipy.stats import binomtest
 
-    return McNemar(b_only, a_only, float(binomtest(b_only, b_only + a_only).pvalue))
+    test = binomtest(b_only, b_only + a_only, alternative=alternative)
+    return McNemar(b_only, a_only, float(test.pvalue))
 
 
 def paired_bootstrap(

@@ -44,21 +44,21 @@ def cli():
     return invoke
 
 
-def run_harness(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def run_harness(*args: str, cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess[str]:
     """Run `python -m harness` in a real subprocess, as a user would."""
     return subprocess.run(
         [sys.executable, "-m", "harness", *map(str, args)],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=cwd,
         env={**os.environ, **env},
-        timeout=120,
+        timeout=180,
     )
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A copy of the bundled example folders that a test may edit freely."""
-    for folder in ("tasks", "personas", "agents"):
+    for folder in ("tasks", "personas", "agents", "dags", "ci"):
         shutil.copytree(ROOT / folder, tmp_path / folder)
     return tmp_path

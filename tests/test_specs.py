@@ -14,11 +14,14 @@ import yaml
 from harness.specs.load import KINDS, Override, SpecError, json_schema, load_agent, read_yaml
 from tests.conftest import ROOT
 
-BUNDLED_FOLDERS = ("tasks", "personas", "agents", "dags", "ci")
+BUNDLED_FOLDERS = ("tasks", "personas", "agents", "dags", "ci/gate.yaml")
+WORKFLOW = ROOT / "ci/github-actions.yml"  # GitHub's format, tested in test_gate.py
 
 
 def bundled_yaml() -> list[Path]:
-    return sorted(p for folder in BUNDLED_FOLDERS for p in (ROOT / folder).rglob("*.y*ml"))
+    folders = ("tasks", "personas", "agents", "dags", "ci")
+    found = {p for folder in folders for p in (ROOT / folder).rglob("*.y*ml")}
+    return sorted(found - {WORKFLOW})
 
 
 def write(path: Path, data: dict) -> Path:

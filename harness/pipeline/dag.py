@@ -308,3 +308,39 @@ def flags_dag(
             "wandb": {"uses": "log_wandb", "needs": ["grade"]},
         },
     }
+
+
+def compare_dag(
+    tasks: list[Path],
+    a: Path,
+    b: Path,
+    personas: Path | None,
+    trials: int,
+    concurrency: int,
+    judge_model: Any,
+    relative: bool,
+) -> dict[str, Any]:
+    """The pipeline `harness compare --a ... --b ...` stands for: both variants on the same
+    tasks (and so the same personas and seeds), graded, compared, reported."""
+    load: dict[str, Any] = {"paths": [str(p) for p in tasks]}
+    if personas is not None:
+        load["personas"] = str(personas)
+    nodes: dict[str, Any] = {"tasks": {"uses": "load_tasks", "with": load}}
+    for side, agent in (("a", a), ("b", b)):
+        nodes[side] = {
+            "uses": "simulate",
+            "needs": ["tasks"],
+            "with": {"agent": str(agent), "trials": trials, "concurrency": concurrency},
+        }
+        nodes[f"grade_{side}"] = {
+            "uses": "grade",
+            "needs": [side],
+            "with": {"judge_model": judge_model, "concurrency": concurrency},
+        }
+    nodes["compare"] = {
+        "uses": "compare",
+        "needs": ["grade_a", "grade_b"],
+        "with": {"judge_model": judge_model} if relative else {},
+    }
+    nodes["report"] = {"uses": "report", "needs": ["compare"]}
+    return {"kind": "dag", "name": "compare", "nodes": nodes}

@@ -26,12 +26,14 @@ from harness.specs.load import (
 )
 from harness.store import Store
 
-# `--set` shortcuts of the flag form: scope -> (node, parameter that collects the overrides)
-SHORTCUTS = {
-    "agent": ("simulate", "set"),
-    "task": ("tasks", "set"),
-    "persona": ("tasks", "persona_set"),
+# `--set` shortcuts of the flag forms: scope -> the (node, parameter) lists that collect them
+Shortcuts = dict[str, list[tuple[str, str]]]
+RUN_EVAL_SHORTCUTS: Shortcuts = {
+    "agent": [("simulate", "set")],
+    "task": [("tasks", "set")],
+    "persona": [("tasks", "persona_set")],
 }
+COMPARE_SHORTCUTS: Shortcuts = {**RUN_EVAL_SHORTCUTS, "agent": [("a", "set"), ("b", "set")]}
 
 
 @dataclass
@@ -69,19 +71,23 @@ def read_dag(path: Path) -> tuple[dict[str, Any], dict[PathKey, Location]]:
 
 
 def with_overrides(
-    data: dict[str, Any], positions: dict[PathKey, Location], texts: list[str], shortcuts: bool
+    data: dict[str, Any],
+    positions: dict[PathKey, Location],
+    texts: list[str],
+    shortcuts: Shortcuts | None = None,
 ) -> dict[str, Any]:
-    """Apply `--set node.param=value` (and, in the flag form, `agent.`/`task.`/`persona.`
+    """Apply `--set node.param=value` (and, in the flag forms, `agent.`/`task.`/`persona.`
     shortcuts) to the pipeline's data."""
     data = copy.deepcopy(data)
     nodes = data.get("nodes") or {}
+    shortcuts = shortcuts or {}
     patches: list[Override] = []
     for text in texts:
         override = Override.parse(text)
         scope = str(override.keys[0])
-        if shortcuts and scope in SHORTCUTS and len(override.keys) > 1:
-            node, param = SHORTCUTS[scope]
-            nodes[node].setdefault("with", {}).setdefault(param, []).append(text)
+        if scope in shortcuts and len(override.keys) > 1:
+            for node, param in shortcuts[scope]:
+                nodes[node].setdefault("with", {}).setdefault(param, []).append(text)
             continue
         if scope not in nodes or len(override.keys) < 2:
             known = ", ".join(nodes)

@@ -8,8 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
-from harness.compare import Side
-from harness.gate import evaluate_gate
+from harness.gate import gate_run
 from harness.pipeline.nodes import NodeContext, NodeKind, file_digest, register
 from harness.pipeline.types import GateDecision, Graded
 from harness.specs.base import Spec
@@ -31,11 +30,9 @@ def load_gate(path: str) -> Gate:
 
 async def run(params: GateParams, inputs: list[Any], ctx: NodeContext) -> GateDecision:
     *base, candidate = inputs
-    config = load_gate(params.config)
-    baseline_run = base[0].run_id if base else ctx.store.baseline(candidate.variant)
-    baseline = Side.load(ctx.store, baseline_run) if baseline_run else None
-    result = evaluate_gate(
-        config, Side.load(ctx.store, candidate.run_id), baseline, candidate.cases
+    baseline_run = base[0].run_id if base else ctx.store.baseline()
+    result = gate_run(
+        ctx.store, load_gate(params.config), candidate.run_id, baseline_run, candidate.cases
     )
     return GateDecision(
         passed=result.passed,
