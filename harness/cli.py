@@ -814,6 +814,116 @@ def traces_show(
     print_conversation(episode.transcript, episode.verdict, Console())
 
 
+SourceOpt = Annotated[
+    str, typer.Option(help="local, weave:ENTITY/PROJECT, or a FILE.jsonl export of calls.")
+]
+
+
+def open_source(source: str, store: Path, filters: Any, problems: list[Any]) -> Any:
+    """(calls iterator, closer) for a trace source."""
+    from harness.specs.load import Location, SpecError
+    from harness.traces.calls import read_client, read_jsonl
+    from harness.tracing import Tracer, open_local_client, open_tracer
+
+    if source == "local":
+        if not store.is_file():
+            raise SpecError.at(Location(str(store)), "", "no local trace store")
+        tracer = Tracer(open_local_client(store))
+        return read_client(tracer.client, filters), tracer.close
+    if source.startswith("weave:"):
+        try:
+            tracer = open_tracer(source.removeprefix("weave:"))
+        except RuntimeError as exc:
+            raise SpecError.at(Location(f"--source {source}"), "", str(exc)) from None
+        return read_client(tracer.client, filters), tracer.close
+    path = Path(source)
+    if not path.is_file():
+        raise SpecError.at(
+            Location(f"--source {source}"),
+            "",
+            "expected local, weave:ENTITY/PROJECT or an existing .jsonl file",
+        )
+    return read_jsonl(path, filters, problems), lambda: None
+
+
+@traces_app.command("export")
+def traces_export(
+    out: Annotated[Path, typer.Option(help="The JSONL file to write.")],
+    source: SourceOpt = "local",
+    store: Annotated[Path, typer.Option(help="Local trace store.")] = DEFAULT_TRACES,
+) -> None:
+    """Write calls as JSONL, one Weave call per line in the trace server's call schema."""
+    from harness.traces.calls import Filters, write_jsonl
+
+    problems: list[Any] = []
+    with user_errors():
+        calls, close = open_source(source, store, Filters(), problems)
+    try:
+        count = write_jsonl(calls, out)
+    finally:
+        close()
+    for problem in problems:
+        typer.echo(f"skipped {problem}", err=True)
+    typer.echo(f"wrote {count} calls to {out}")
+
+
+@traces_app.command("to-tasks")
+def traces_to_tasks(
+    out: Annotated[Path, typer.Option(help="Folder of the task files.")] = Path("tasks/regression"),
+    source: SourceOpt = "local",
+    store: Annotated[Path, typer.Option(help="Local trace store.")] = DEFAULT_TRACES,
+    domain: Annotated[str, typer.Option(help="Domain of the tasks.")] = "support",
+    state_file: Annotated[
+        Path | None, typer.Option(help="Start-state snapshot (JSON) the tasks start from.")
+    ] = None,
+    state_db: Annotated[
+        Path | None, typer.Option(help="Start-state snapshot (SQLite) the tasks start from.")
+    ] = None,
+    persona_model: Annotated[
+        str | None,
+        typer.Option(help="Have personas played by this model instead of replaying the turns."),
+    ] = None,
+    status: Annotated[str, typer.Option(help="error, success or any.")] = "any",
+    negative: Annotated[
+        bool, typer.Option("--negative", help="Only conversations with negative feedback.")
+    ] = False,
+    op: Annotated[
+        str | None, typer.Option(help="Only conversations that called this tool.")
+    ] = None,
+    thread: Annotated[list[str] | None, typer.Option(help="Only these thread ids.")] = None,
+    since: Annotated[str | None, typer.Option(help="Calls started at or after (ISO-8601).")] = None,
+    until: Annotated[str | None, typer.Option(help="Calls started before (ISO-8601).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing task files.")] = False,
+) -> None:
+    """Turn production traces into regression tasks (one per cluster of near-duplicates)."""
+    from harness.specs.load import Location, SpecError
+    from harness.traces.calls import Filters
+    from harness.traces.convert import TaskOptions, cluster, write_tasks
+    from harness.traces.reconstruct import conversations
+
+    problems: list[Any] = []
+    with user_errors():
+        if status not in ("error", "success", "any"):
+            raise SpecError.at(Location(f"--status {status}"), "", "expected error, success or any")
+        filters = Filters(thread_ids=thread or [], since=since, until=until)
+        calls, close = open_source(source, store, filters, problems)
+    try:
+        clusters = cluster(conversations(calls, problems), status, negative, op)
+    finally:
+        close()
+    options = TaskOptions(domain, state_file, state_db, persona_model)
+    written = write_tasks(clusters, out, options, force)
+    for path in written.made:
+        typer.echo(f"made    {path}  ({written.counts[path.name]} trace(s))")
+    for path in written.skipped:
+        typer.echo(f"skipped {path}  (exists; --force to overwrite)")
+    for problem in problems:
+        typer.echo(f"unreadable {problem}", err=True)
+    typer.echo(
+        f"{len(written.made)} made, {len(written.skipped)} skipped, {len(problems)} unreadable"
+    )
+
+
 @app.command()
 def schema(
     kind: Annotated[str, typer.Argument(help="task, persona, agent, dag, gate or script.")],

@@ -85,6 +85,7 @@ class EndReason(StrEnum):
     TRANSFER = "transfer"
     OUT_OF_SCOPE = "out_of_scope"
     AGENT_HANDOFF = "agent_handoff"
+    AGENT_CRASH = "agent_crash"  # the agent's own code raised: its failure, graded as a fail
     MAX_TURNS = "max_turns"
     TIMEOUT = "timeout"
     ERROR = "error"

@@ -94,6 +94,17 @@ class Environment:
     def tool_names(cls) -> list[str]:
         return list(cls._tools)
 
+    @classmethod
+    def observed_state(cls, calls: list[tuple[str, dict[str, Any], Any]]) -> dict[str, Any]:
+        """The part of a start state that tool results seen in production reveal, as a patch
+        over a state snapshot; `calls` are (tool, arguments, result) in order. None known."""
+        return {}
+
+    @classmethod
+    def expected_state(cls, calls: list[tuple[str, dict[str, Any], Any]]) -> dict[str, Any]:
+        """The final state that production's successful tool calls imply (for a state check)."""
+        return {}
+
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         """Run a tool. Bad arguments, refusals and a tool that raises come back to the agent as
         error results; only an async tool that outlives `tool_timeout_s` raises

@@ -85,6 +85,14 @@ class SupportDesk(Environment):
     domain = "support"
     State = SupportState
 
+    @classmethod
+    def observed_state(cls, calls: list[tuple[str, dict[str, Any], Any]]) -> dict[str, Any]:
+        return _observed_state(calls)
+
+    @classmethod
+    def expected_state(cls, calls: list[tuple[str, dict[str, Any], Any]]) -> dict[str, Any]:
+        return _expected_state(calls)
+
     def _order(self, order_id: str) -> dict[str, Any]:
         order = self.state["orders"].get(order_id)
         if order is None:
@@ -196,3 +204,51 @@ class SupportDesk(Environment):
         self.state["handoffs"].append({"summary": summary})
         self.done = True
         return {"status": "transferred"}
+
+
+READS = {"get_order", "find_customer", "list_orders"}
+ORDER_FIELDS = ("customer_id", "status", "items", "tracking")
+
+
+def _observed_state(calls: list[tuple[str, dict[str, Any], Any]]) -> dict[str, Any]:
+    """Orders and customers as production's read tools returned them, before any change."""
+    orders: dict[str, Any] = {}
+    customers: dict[str, Any] = {}
+    changed: set[str] = set()
+    for name, arguments, result in calls:
+        if name not in READS:
+            changed.add(str(arguments.get("order_id")))
+            continue
+        if name == "get_order" and isinstance(result, dict) and result.get("order_id"):
+            order_id = result["order_id"]
+            if order_id not in changed and order_id not in orders:
+                orders[order_id] = {k: result[k] for k in ORDER_FIELDS if result.get(k) is not None}
+        elif name == "find_customer" and isinstance(result, dict) and "customer_id" in result:
+            customers[result["customer_id"]] = {"name": result["name"]}
+        elif name == "list_orders" and isinstance(result, list):
+            for row in result:
+                if isinstance(row, dict) and row.get("order_id") not in changed:
+                    orders.setdefault(row["order_id"], {"status": row.get("status")})
+    state: dict[str, Any] = {}
+    if orders:
+        state["orders"] = orders
+    if customers:
+        state["customers"] = customers
+    return state
+
+
+def _expected_state(calls: list[tuple[str, dict[str, Any], Any]]) -> dict[str, Any]:
+    """What production's successful changes leave in the desk."""
+    orders: dict[str, Any] = {}
+    for name, arguments, result in calls:
+        order_id = arguments.get("order_id")
+        if result is None or not order_id:
+            continue
+        if name == "issue_refund":
+            orders[order_id] = {"status": "refunded"}
+        elif name == "cancel_order":
+            orders[order_id] = {"status": "cancelled"}
+        elif name == "update_address":
+            address = {k: arguments[k] for k in ("street", "city", "zip", "country")}
+            orders[order_id] = {"shipping_address": address}
+    return {"orders": orders} if orders else {}

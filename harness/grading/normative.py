@@ -6,7 +6,7 @@ import asyncio
 
 from harness.grading.checks import CheckContext, error_side, run_check
 from harness.grading.result import CheckResult, Verdict
-from harness.transcript import Transcript
+from harness.transcript import EndReason, Transcript
 
 
 async def grade(transcript: Transcript, context: CheckContext) -> Verdict:
@@ -26,6 +26,9 @@ def decide(transcript: Transcript, results: list[CheckResult]) -> Verdict:
         "checks": results,
         "score": _score(results),
     }
+    if transcript.end_reason == EndReason.AGENT_CRASH:
+        message = transcript.error.message if transcript.error else "unknown error"
+        return Verdict(**base, outcome="fail", reason=f"the agent crashed: {message}")
     if transcript.error is not None:
         return Verdict(
             **base,

@@ -36,6 +36,10 @@ from harness.specs.agent import AgentVariant
 from harness.transcript import Message, ToolCall, Usage
 
 
+class AgentCrashed(Exception):
+    """The agent's own code raised: a failure of the agent, not of the harness or a model."""
+
+
 class AgentRunner(Protocol):
     """Answers one user turn by appending the agent's messages to the conversation."""
 
@@ -184,10 +188,13 @@ class PythonAgent:
             for m in messages
             if m.role in ("user", "assistant") and m.content
         ]
-        if inspect.iscoroutinefunction(self.function):
-            reply = await self.function(conversation, tools)
-        else:
-            reply = await asyncio.to_thread(self.function, conversation, tools)
+        try:
+            if inspect.iscoroutinefunction(self.function):
+                reply = await self.function(conversation, tools)
+            else:
+                reply = await asyncio.to_thread(self.function, conversation, tools)
+        except Exception as exc:
+            raise AgentCrashed(f"{type(exc).__name__}: {exc}") from exc
         content = reply.get("content", "") if isinstance(reply, dict) else reply
         if not isinstance(content, str):
             raise TypeError(f"the agent returned {type(reply).__name__}, expected str or dict")

@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.domains import ToolTimeout
 from harness.models import ModelRuntime
-from harness.sim.agent import AgentRunner
+from harness.sim.agent import AgentCrashed, AgentRunner
 from harness.sim.env import make_environment
 from harness.sim.user import GREETING, UserSimulator
 from harness.specs.persona import Persona
@@ -119,6 +119,8 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
                     agent_usage.add(await spec.agent.respond(messages, env, spec.seed, spec.trial))
                 except ToolTimeout as exc:
                     raise _SideFailed(Side.TOOL, exc) from exc
+                except AgentCrashed:
+                    raise
                 except Exception as exc:
                     raise _SideFailed(Side.AGENT, exc) from exc
                 turn.output = {
@@ -143,6 +145,8 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
         end = EndReason.TIMEOUT
     except _SideFailed as failed:
         end, error = EndReason.ERROR, EpisodeError(side=failed.side, message=str(failed))
+    except AgentCrashed as crash:
+        end, error = EndReason.AGENT_CRASH, EpisodeError(side=Side.AGENT, message=str(crash))
     except Exception as exc:  # a bug of the harness itself is still recorded, not raised
         end = EndReason.ERROR
         error = EpisodeError(side=Side.HARNESS, message=f"{type(exc).__name__}: {exc}")

@@ -66,6 +66,20 @@ class End(Spec):
     max_seconds: float = Field(default=300, gt=0, description="Wall-time limit of the episode.")
 
 
+class Provenance(Spec):
+    """Where a task made from production traces came from."""
+
+    project: str = Field(default="", description="The Weave project (entity/project).")
+    kind: Literal["failure", "success"] = Field(description="What the traces showed.")
+    signature: str = Field(description="What the clustered traces share.")
+    traces: int = Field(ge=1, description="How many traces the task stands for.")
+    trace_ids: list[str] = Field(default_factory=list, description="Some of those traces.")
+    call_ids: list[str] = Field(default_factory=list, description="Their root calls.")
+    first_seen: str = Field(default="", description="When the first one started.")
+    last_seen: str = Field(default="", description="When the last one started.")
+    reasons: list[str] = Field(default_factory=list, description="Why it is a failure.")
+
+
 class Task(Spec):
     """One evaluation task: a scenario in a domain, start and end conditions, and checks."""
 
@@ -80,6 +94,9 @@ class Task(Spec):
     start: Start = Field(default_factory=Start, description="Start conditions.")
     end: End = Field(default_factory=End, description="End conditions.")
     checks: list[Check] = Field(description="How the episode is graded.")
+    source: Provenance | None = Field(
+        default=None, description="For a task made from production traces: its provenance."
+    )
 
     @field_validator("checks")
     @classmethod
