@@ -1,41 +1,70 @@
-"""Named extension points: model providers, check kinds, domains (and later, node kinds).
+"""Named extension points: model providers, check kinds, domains, node kinds.
 
-A module registers what it adds with a decorator; lookups import the bundled modules on first
-use, so nothing heavy is imported before it is needed.
+A module registers what it adds with a decorator. Lookups first import the bundled modules and
+then the installed plug-ins of the registry's entry-point group (e.g. `harness.domains`), so
+nothing heavy is imported before it is needed. A name can be taken only once.
 """
 
 from __future__ import annotations
 
 import importlib
+import types
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
 
-class Registry(Generic[T]):
-    """Entries by name, with the bundled modules that register themselves into it."""
+class DuplicateEntry(ValueError):
+    """A second, different entry under a name that is already taken."""
 
-    def __init__(self, what: str, builtins: tuple[str, ...] = ()):
+
+def source_of(entry: object) -> str:
+    """Where an entry was defined, for messages: `package.module:Name`."""
+    module = getattr(entry, "__module__", None) or type(entry).__module__
+    name = getattr(entry, "__qualname__", None) or type(entry).__qualname__
+    return f"{module}:{name}"
+
+
+class Registry(Generic[T]):
+    """Entries by name, with the bundled modules and the entry-point group that fill it."""
+
+    def __init__(self, what: str, builtins: tuple[str, ...] = (), group: str | None = None):
         self.what = what
+        self.group = group
         self._builtins = builtins
         self._entries: dict[str, T] = {}
         self._loaded = False
 
     def register(self, name: str) -> Callable[[T], T]:
-        """Decorator: make `entry` available as `name`."""
+        """Decorator: make `entry` available as `name`. Registering the same definition again
+        (its module imported twice) is a no-op; a different one is refused."""
 
         def decorator(entry: T) -> T:
+            present = self._entries.get(name)
+            if present is not None and source_of(present) != source_of(entry):
+                raise DuplicateEntry(
+                    f"{self.what} '{name}' is registered twice: by {source_of(present)} "
+                    f"and by {source_of(entry)}"
+                )
             self._entries[name] = entry
             return entry
 
         return decorator
 
     def _load(self) -> None:
-        if not self._loaded:
-            self._loaded = True
-            for module in self._builtins:
-                importlib.import_module(module)
+        if self._loaded:
+            return
+        self._loaded = True
+        for module in self._builtins:
+            importlib.import_module(module)
+        if self.group is not None:
+            from importlib.metadata import entry_points
+
+            for point in entry_points(group=self.group):
+                loaded = point.load()
+                if not isinstance(loaded, types.ModuleType):  # a module registers itself
+                    self.register(point.name)(loaded)
 
     def get(self, name: str) -> T | None:
         self._load()
@@ -44,3 +73,13 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         self._load()
         return sorted(self._entries)
+
+    def items(self) -> list[tuple[str, T]]:
+        self._load()
+        return sorted(self._entries.items())
+
+    def unknown(self, name: str) -> str:
+        """The message for a name nobody registered: what is known, and how to add one."""
+        known = ", ".join(self.names()) or "none"
+        how = f" (or install a package with a '{self.group}' entry point)" if self.group else ""
+        return f"unknown {self.what} '{name}'; known: {known}{how}"

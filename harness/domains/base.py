@@ -143,7 +143,9 @@ class Environment:
 
 
 E = TypeVar("E", bound=type[Environment])
-DOMAINS: Registry[type[Environment]] = Registry("domain", ("harness.domains.support",))
+DOMAINS: Registry[type[Environment]] = Registry(
+    "domain", ("harness.domains.support",), group="harness.domains"
+)
 
 
 def register_domain(cls: E) -> E:

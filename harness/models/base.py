@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,6 +57,21 @@ class ChatModel(Protocol):
     ) -> Completion: ...
 
 
+@dataclass(frozen=True)
+class ProviderPolicy:
+    """How the runtime treats one provider's calls. Each provider class declares its own as
+    `policy`; a provider that declares none gets these defaults."""
+
+    concurrency: int = 16
+    """Calls in flight per endpoint, unless the model reference sets `max_concurrency`."""
+    cache: bool = True
+    """Whether replies are worth caching (not for deterministic, free providers)."""
+    free: bool = False
+    """Whether calls cost nothing (then a model missing from the price table is not unpriced)."""
+    retry: bool = True
+    """Whether a retryable failure is tried again (never for deterministic providers)."""
+
+
 ProviderFactory = Callable[[ModelRef, dict[str, Any]], ChatModel]
 PROVIDERS: Registry[ProviderFactory] = Registry(
     "model provider",
@@ -63,7 +79,20 @@ PROVIDERS: Registry[ProviderFactory] = Registry(
         f"harness.models.{name}"
         for name in ("scripted", "openai_provider", "anthropic_provider", "local")
     ),
+    group="harness.providers",
 )
-# A factory `(ref, options) -> ChatModel` for model ids `prefix` or `prefix/<model>`; options
-# carry `timeout_s` and, for scripted models, template `variables`.
+# A factory `(ref, options) -> ChatModel` (usually the provider class itself) registered under
+# the prefix of model ids `prefix` or `prefix/<model>`; options carry `timeout_s` and, for
+# scripted models, template `variables`. Its `policy` attribute is its `ProviderPolicy`.
 register_provider = PROVIDERS.register
+
+
+def provider_name(model_id: str) -> str:
+    """The provider part of a model id: `openai` of `openai/gpt-4.1-mini`."""
+    return model_id.split("/", 1)[0]
+
+
+def provider_policy(model_id: str) -> ProviderPolicy:
+    """The policy the provider of a model id declares (defaults for an unknown one)."""
+    provider = PROVIDERS.get(provider_name(model_id))
+    return getattr(provider, "policy", None) or ProviderPolicy()

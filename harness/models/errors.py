@@ -1,14 +1,10 @@
-"""What the HTTP providers share: which failures are worth retrying, how long the server asked
-us to wait, and one SDK client per event loop."""
+"""Which HTTP failures are worth retrying, and how long the server asked us to wait."""
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import time
-import weakref
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from harness.models.base import ModelError
 
@@ -40,25 +36,3 @@ def from_status(name: str, status: int, headers: Mapping[str, str], message: str
         retryable=retryable,
         retry_after=retry_after_seconds(headers) if retryable else None,
     )
-
-
-class ClientPerLoop:
-    """An async SDK client per running event loop: pooled connections belong to the loop that
-    opened them, so a client must not outlive it (several `asyncio.run` calls in one process)."""
-
-    def __init__(self, make: Callable[[], Any]):
-        self._make = make
-        self._clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-
-    def get(self) -> Any:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = self._clients[loop] = self._make()
-        return client
-
-    async def aclose(self) -> None:
-        """Close this loop's client and its connections (call before the loop ends)."""
-        client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.close()

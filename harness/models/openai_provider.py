@@ -3,43 +3,35 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from harness.models.base import Completion, CompletionParams, ModelError, register_provider
-from harness.models.errors import ClientPerLoop, from_status
+from harness.models.base import (
+    Completion,
+    CompletionParams,
+    ModelError,
+    ProviderPolicy,
+    register_provider,
+)
+from harness.models.sdk import SdkModel, sdk_errors
 from harness.models.wire_openai import (
     message_from_response,
     to_wire_messages,
     to_wire_tools,
     usage_from_response,
 )
-from harness.specs.agent import ModelRef
 from harness.transcript import Message, ToolSpec
 
 
-class OpenAIModel:
+@register_provider("openai")
+class OpenAIModel(SdkModel):
     """One model behind an OpenAI-compatible chat-completions endpoint."""
 
-    def __init__(self, ref: ModelRef, timeout_s: float):
-        import openai
+    policy = ProviderPolicy(concurrency=32)
+    sdk_module = "openai"
+    key_env = "OPENAI_API_KEY"
 
-        self.name = ref.id
-        self.model = ref.id.split("/", 1)[1]
-        key_env = ref.api_key_env or "OPENAI_API_KEY"
-        key = os.environ.get(key_env)
-        if key is None and ref.base_url is None:
-            raise ModelError(f"{ref.id}: set {key_env} (or give base_url for a local server)")
-        self._openai = openai
-        # The harness retries and times out calls itself; the client must not retry as well.
-        self._clients = ClientPerLoop(
-            lambda: openai.AsyncOpenAI(
-                api_key=key or "not-needed",
-                base_url=ref.base_url,
-                max_retries=0,
-                timeout=timeout_s,
-            )
-        )
+    def make_client(self, sdk: Any, key: str, base_url: str | None, timeout_s: float) -> Any:
+        return sdk.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
 
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams
@@ -53,18 +45,8 @@ class OpenAIModel:
         }
         if tools:
             request["tools"] = to_wire_tools(tools)
-        try:
+        with sdk_errors(self.name, self._sdk):
             response = await self._clients.get().chat.completions.create(**request)
-        except self._openai.APIStatusError as exc:
-            raise from_status(
-                self.name, exc.status_code, exc.response.headers, exc.message
-            ) from None
-        except self._openai.APITimeoutError:
-            raise ModelError(f"{self.name}: timed out", retryable=True) from None
-        except self._openai.APIConnectionError as exc:
-            raise ModelError(f"{self.name}: connection failed: {exc}", retryable=True) from None
-        except (self._openai.APIResponseValidationError, ValueError) as exc:
-            raise ModelError(f"{self.name}: malformed response: {exc}", retryable=True) from None
         if not response.choices:
             raise ModelError(f"{self.name}: response without choices", retryable=True)
         return Completion(
@@ -72,11 +54,3 @@ class OpenAIModel:
             usage=usage_from_response(response.usage),
             model=self.name,
         )
-
-    async def aclose(self) -> None:
-        await self._clients.aclose()
-
-
-@register_provider("openai")
-def _openai(ref: ModelRef, options: dict[str, Any]) -> OpenAIModel:
-    return OpenAIModel(ref, options.get("timeout_s", 60.0))

@@ -11,7 +11,6 @@ import asyncio
 import hashlib
 import json
 import random
-import sqlite3
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -22,24 +21,23 @@ from typing import Any
 import yaml
 from pydantic import Field, RootModel, TypeAdapter
 
+from harness.defaults import RESPONSE_CACHE
 from harness.models.base import (
     PROVIDERS,
     ChatModel,
     Completion,
     CompletionParams,
     ModelError,
+    provider_name,
+    provider_policy,
 )
 from harness.secrets import redact
 from harness.specs.agent import ModelRef
 from harness.specs.base import Spec
 from harness.specs.load import read_yaml, validate
+from harness.sqlite import connect
 from harness.tracing import child_span
 from harness.transcript import Message, ToolSpec
-
-DEFAULT_CACHE = Path(".harness/cache.db")
-# Concurrent calls per provider endpoint unless the model reference says otherwise.
-DEFAULT_CONCURRENCY = {"openai": 32, "anthropic": 16, "local": 1, "scripted": 1_000_000}
-UNCACHED_PROVIDERS = {"scripted"}  # deterministic and free: nothing to save
 
 
 @dataclass(frozen=True)
@@ -86,8 +84,7 @@ class PriceTable:
         self.unpriced: set[str] = set()
 
     def cost(self, model_id: str, input_tokens: int, output_tokens: int) -> float:
-        provider = model_id.split("/", 1)[0]
-        if provider in ("scripted", "local"):
+        if provider_policy(model_id).free:
             return 0.0
         price = self.prices.get(model_id)
         if price is None:
@@ -99,12 +96,9 @@ class PriceTable:
 class ResponseCache:
     """Completions by a hash of the request and trial, in SQLite. Errors are never stored."""
 
-    def __init__(self, path: Path = DEFAULT_CACHE):
+    def __init__(self, path: Path = RESPONSE_CACHE):
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db = connect(path)
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, completion TEXT NOT NULL)"
         )
@@ -151,10 +145,10 @@ class ManagedModel:
         self.role = role
         self.runtime = runtime
         self.name = ref.id
-        provider = ref.id.split("/", 1)[0]
-        self.limit_key = (provider, ref.base_url)
-        self.limit = ref.max_concurrency or DEFAULT_CONCURRENCY.get(provider, 16)
-        self.cache = None if provider in UNCACHED_PROVIDERS else runtime.cache
+        self.policy = getattr(inner, "policy", None) or provider_policy(ref.id)
+        self.limit_key = (provider_name(ref.id), ref.base_url)
+        self.limit = ref.max_concurrency or self.policy.concurrency
+        self.cache = runtime.cache if self.policy.cache else None
 
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams
@@ -202,7 +196,7 @@ class ManagedModel:
                         f"{self.name}: no reply within {policy.timeout_s:g}s", retryable=True
                     )
                 )
-                if not error.retryable or attempt == policy.max_retries:
+                if not (error.retryable and self.policy.retry) or attempt == policy.max_retries:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     raise ModelError(f"{self.role} model {error}{tries}") from None
                 await asyncio.sleep(policy.delay(attempt, error.retry_after))
@@ -236,13 +230,15 @@ class ModelRuntime:
     ) -> ManagedModel:
         """The model a reference names, for one role (agent, user simulator, judge)."""
         ref = ref if isinstance(ref, ModelRef) else ModelRef.model_validate(ref)
-        provider = ref.id.split("/", 1)[0]
-        factory = PROVIDERS.get(provider)
-        if factory is None:
+        provider = PROVIDERS.get(provider_name(ref.id))
+        if provider is None:
             known = ", ".join(PROVIDERS.names())
-            raise ModelError(f"unknown model provider '{provider}' in '{ref.id}'; known: {known}")
+            raise ModelError(
+                f"unknown model provider '{provider_name(ref.id)}' in '{ref.id}'; known: {known}"
+            )
         options = {"timeout_s": self.policy.timeout_s, "variables": variables or {}}
-        model = ManagedModel(factory(ref, options), ref, role, self)
+        make = getattr(provider, "from_ref", provider)
+        model = ManagedModel(make(ref, options), ref, role, self)
         self._models.append(model)
         return model
 

@@ -14,10 +14,10 @@ from typing import Any
 
 from harness.matching import partial_mismatches
 from harness.models.base import (
-    ChatModel,
     Completion,
     CompletionParams,
     ModelError,
+    ProviderPolicy,
     register_provider,
 )
 from harness.specs.agent import ModelRef
@@ -31,13 +31,25 @@ class _Unfilled(Exception):
     """A template names a value the context does not have; the rule does not apply."""
 
 
+@register_provider("scripted")
 class ScriptedModel:
     """Answers with the first rule whose conditions hold and whose templates can be filled."""
+
+    # Deterministic and free: nothing to cache or retry, no endpoint to protect.
+    policy = ProviderPolicy(concurrency=1_000_000, cache=False, free=True, retry=False)
 
     def __init__(self, script: Script, variables: dict[str, Any] | None = None, name: str = ""):
         self.script = script
         self.variables = variables or {}
         self.name = name or "scripted"
+
+    @classmethod
+    def from_ref(cls, ref: ModelRef, options: dict[str, Any]) -> ScriptedModel:
+        from harness.specs.load import load_script
+
+        assert ref.script is not None  # ModelRef guarantees a script for 'scripted'
+        script = load_script(Path(ref.script)).spec
+        return cls(script, options.get("variables"), name=f"scripted:{Path(ref.script).stem}")
 
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams
@@ -168,11 +180,3 @@ def _text(value: Any) -> str:
         return f"{value:.2f}"
     return value if isinstance(value, str) else json.dumps(value)
 
-
-@register_provider("scripted")
-def _scripted(ref: ModelRef, options: dict[str, Any]) -> ChatModel:
-    from harness.specs.load import load_script
-
-    assert ref.script is not None  # ModelRef guarantees a script for 'scripted'
-    script = load_script(Path(ref.script)).spec
-    return ScriptedModel(script, options.get("variables"), name=f"scripted:{Path(ref.script).stem}")

@@ -1,0 +1,24 @@
+"""Every default path and value the harness uses, written once. Part of the core layer: it
+imports nothing of the harness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+STATE_DIR = Path(".harness")
+"""Where a project's results, traces and caches live by default."""
+
+RESULTS_STORE = STATE_DIR / "results.db"
+TRACE_STORE = STATE_DIR / "traces.db"
+RESPONSE_CACHE = STATE_DIR / "cache.db"
+
+JUDGE_MODEL = "local/smollm2"
+"""Model of `llm_judge` checks and of the relative judge when a run names none."""
+
+STOP_SIGNAL = "###STOP###"
+TRANSFER_SIGNAL = "###TRANSFER###"
+OUT_OF_SCOPE_SIGNAL = "###OUT-OF-SCOPE###"
+STOP_SIGNALS = (STOP_SIGNAL, TRANSFER_SIGNAL, OUT_OF_SCOPE_SIGNAL)
+"""Markers a simulated user ends an episode with."""
+
+GATE_CONFIG = Path("ci/gate.yaml")

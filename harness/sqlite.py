@@ -1,0 +1,17 @@
+"""The one way the harness opens its SQLite files (results, response cache, trace store)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+
+def connect(path: Path, **options: Any) -> sqlite3.Connection:
+    """A connection in WAL mode: readers never block the writer, and several processes (a
+    resumed run, `harness runs list`) may use the file at once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, **{"timeout": 30, **options})
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
