@@ -16,7 +16,7 @@ from typing import Any
 import prod_bot
 
 from harness.domains import ToolError, get_domain
-from harness.specs.load import read_json
+from harness.specs.references import read_json
 from harness.tracing import Tracer, open_local_client
 
 DESK = Path(__file__).resolve().parents[1] / "tasks/support/data/desk.json"

@@ -7,7 +7,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import mean
-from typing import Any
+
+from pydantic import BaseModel, Field
 
 from harness.grading.relative import compare_pair
 from harness.models import ChatModel
@@ -21,32 +22,35 @@ from harness.stats import (
 )
 from harness.store import EpisodeRow, Store
 
+Key = tuple[str, int]  # (task id, trial)
+
 
 @dataclass
-class Side:
-    """One variant's graded episodes, keyed by (task, trial)."""
+class GradedEpisodes:
+    """One stored run's graded episodes, keyed by (task, trial): what comparisons and the gate
+    read, loaded once."""
 
     run_id: str
     variant: str
-    rows: dict[tuple[str, int], EpisodeRow] = field(default_factory=dict)
+    rows: dict[Key, EpisodeRow] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, store: Store, run_id: str) -> Side:
+    def load(cls, store: Store, run_id: str) -> GradedEpisodes:
         info = store.run(run_id)
         if info is None:
             raise LookupError(f"no run {run_id!r} in {store.path}")
         rows = {(r.task_id, r.trial): r for r in store.episode_rows(run_id) if r.verdict}
         return cls(run_id, info.variant, rows)
 
-    def outcome(self, key: tuple[str, int]) -> str:
+    def outcome(self, key: Key) -> str:
         verdict = self.rows[key].verdict
         assert verdict is not None  # only graded episodes are loaded
         return verdict.outcome
 
-    def passed(self, key: tuple[str, int]) -> bool:
+    def passed(self, key: Key) -> bool:
         return self.outcome(key) == "pass"
 
-    def outcomes(self, keys: Iterable[tuple[str, int]]) -> dict[str, list[bool]]:
+    def outcomes(self, keys: Iterable[Key]) -> dict[str, list[bool]]:
         """Pass/fail per task over the given (task, trial) keys."""
         by_task: dict[str, list[bool]] = defaultdict(list)
         for key in sorted(keys):
@@ -54,26 +58,161 @@ class Side:
         return dict(by_task)
 
 
-def paired_keys(a: Side, b: Side) -> tuple[list[tuple[str, int]], set[tuple[str, int]]]:
+class PassRate(BaseModel):
+    """A pass rate over graded episodes, with its interval."""
+
+    rate: float = Field(description="Share of the episodes that passed.")
+    passed: int = Field(description="Episodes that passed.")
+    n: int = Field(description="Episodes counted.")
+    low: float = Field(description="Lower end of the 95% Wilson interval.")
+    high: float = Field(description="Upper end of the 95% Wilson interval.")
+
+
+class RunPassRate(PassRate):
+    """One compared run's pass rate over the pairs both runs graded."""
+
+    run_id: str = Field(description="The run in the results store.")
+    variant: str = Field(description="Agent variant name.")
+
+
+class PassRates(BaseModel):
+    """Both variants' pass rates over one group of pairs (a level or a tag)."""
+
+    a: PassRate = Field(description="Variant A.")
+    b: PassRate = Field(description="Variant B.")
+
+
+class BootstrapDifference(BaseModel):
+    """B's pass rate minus A's, resampled by task."""
+
+    estimate: float = Field(description="B - A over the pairs.")
+    low: float = Field(description="Lower end of the 95% paired bootstrap interval.")
+    high: float = Field(description="Upper end of the 95% paired bootstrap interval.")
+    bootstrap_p: float = Field(description="Bootstrap p-value of no difference.")
+
+
+class PairedTest(BaseModel):
+    """The exact McNemar test on the pairs where only one side passed."""
+
+    b_only: int = Field(description="Pairs only B passed.")
+    a_only: int = Field(description="Pairs only A passed.")
+    p_value: float = Field(description="Two-sided p-value.")
+    p_b_worse: float = Field(description="One-sided p-value that B is worse.")
+
+
+class PassHatK(BaseModel):
+    """pass^k of both variants at the number of trials every task has."""
+
+    k: int = Field(description="Trials per task (0 when no pair was graded).")
+    a: float = Field(description="Variant A's pass^k.")
+    b: float = Field(description="Variant B's pass^k.")
+
+
+class Spend(BaseModel):
+    """Mean cost, time and turns per episode."""
+
+    cost_usd: float = Field(description="US dollars per episode.")
+    latency_s: float = Field(description="Seconds per episode.")
+    turns: float = Field(description="Turns per episode.")
+
+
+class Spends(BaseModel):
+    """Both variants' spend per episode."""
+
+    a: Spend = Field(description="Variant A.")
+    b: Spend = Field(description="Variant B.")
+
+
+class RelativeJudgement(BaseModel):
+    """The pairwise judge's verdicts over every (task, trial) both runs played."""
+
+    b_wins: int = Field(description="Pairs the judge gave to B.")
+    a_wins: int = Field(description="Pairs the judge gave to A.")
+    ties: int = Field(description="Pairs judged even.")
+    judge_errors: int = Field(description="Pairs the judge failed to decide.")
+    win_rate: float = Field(description="B's win rate, a tie counting half.")
+    low: float = Field(description="Lower end of the 95% interval of the win rate.")
+    high: float = Field(description="Upper end of the 95% interval of the win rate.")
+
+
+class ComparisonResult(BaseModel):
+    """Variant B against variant A over the (task, trial) pairs both graded without error."""
+
+    a: RunPassRate = Field(description="Variant A (the baseline side).")
+    b: RunPassRate = Field(description="Variant B (the candidate side).")
+    pairs: int = Field(description="Pairs compared.")
+    excluded_errors: int = Field(description="Pairs left out because either side errored.")
+    difference: BootstrapDifference = Field(description="B - A, paired bootstrap.")
+    mcnemar: PairedTest = Field(description="Exact McNemar test.")
+    pass_hat_k: PassHatK = Field(description="pass^k of both variants.")
+    breakdowns: dict[str, dict[str, PassRates]] = Field(
+        description="Pass rates by level and by tag: 'level' or 'tag' -> group -> rates."
+    )
+    deltas: Spend = Field(description="B - A of the spend per episode.")
+    spend: Spends = Field(description="Spend per episode of both variants.")
+    flipped_to_fail: list[str] = Field(description="Tasks A mostly passed and B mostly fails.")
+    flipped_to_pass: list[str] = Field(description="Tasks A mostly failed and B mostly passes.")
+    relative: RelativeJudgement | None = Field(
+        default=None, description="The relative judge's win rate, when it was asked."
+    )
+
+
+def paired_keys(a: GradedEpisodes, b: GradedEpisodes) -> tuple[list[Key], set[Key]]:
     """The (task, trial) pairs both sides graded without error, and those left out."""
     shared = set(a.rows) & set(b.rows)
     errored = {k for k in shared if "error" in (a.outcome(k), b.outcome(k))}
     return sorted(shared - errored), errored
 
 
-def _rate(outcomes: dict[str, list[bool]]) -> dict[str, Any]:
+def _rate(outcomes: dict[str, list[bool]]) -> PassRate:
     flat = [o for trials in outcomes.values() for o in trials]
     low, high = wilson_interval(sum(flat), len(flat))
+    return PassRate(
+        rate=sum(flat) / len(flat) if flat else 0.0,
+        passed=sum(flat),
+        n=len(flat),
+        low=low,
+        high=high,
+    )
+
+
+def _run_rate(side: GradedEpisodes, outcomes: dict[str, list[bool]]) -> RunPassRate:
+    return RunPassRate(run_id=side.run_id, variant=side.variant, **_rate(outcomes).model_dump())
+
+
+def _spend(side: GradedEpisodes, keys: list[Key]) -> Spend:
+    rows = [side.rows[k] for k in keys]
+    return Spend(
+        cost_usd=mean(r.usage.cost_usd for r in rows) if rows else 0.0,
+        latency_s=mean(r.duration_s for r in rows) if rows else 0.0,
+        turns=mean(r.turns for r in rows) if rows else 0.0,
+    )
+
+
+def _breakdowns(
+    a: GradedEpisodes, b: GradedEpisodes, keys: list[Key], cases: list[TaskCase]
+) -> dict[str, dict[str, PassRates]]:
+    """Both sides' pass rates per task level and per tag."""
+    by_case = {case.task.id: case.task for case in cases}
+    groups: dict[str, dict[str, list[Key]]] = {"level": defaultdict(list), "tag": defaultdict(list)}
+    for key in keys:
+        task = by_case.get(key[0])
+        if task is not None:
+            groups["level"][str(task.level)].append(key)
+            for tag in task.tags:
+                groups["tag"][tag].append(key)
     return {
-        "rate": sum(flat) / len(flat) if flat else 0.0,
-        "passed": sum(flat),
-        "n": len(flat),
-        "low": low,
-        "high": high,
+        name: {
+            label: PassRates(a=_rate(a.outcomes(members)), b=_rate(b.outcomes(members)))
+            for label, members in sorted(group.items())
+        }
+        for name, group in groups.items()
     }
 
 
-def compare_sides(a: Side, b: Side, cases: list[TaskCase]) -> dict[str, Any]:
+def compare_episodes(
+    a: GradedEpisodes, b: GradedEpisodes, cases: list[TaskCase]
+) -> ComparisonResult:
     """The comparison of two graded runs over the (task, trial) pairs both graded without
     error. Pairs where either side errored are excluded and counted."""
     keys, errored = paired_keys(a, b)
@@ -84,24 +223,6 @@ def compare_sides(a: Side, b: Side, cases: list[TaskCase]) -> dict[str, Any]:
     worse = mcnemar_exact(pairs_a, pairs_b, alternative="less")
     difference = paired_bootstrap(a_out, b_out)
     trials = min((len(v) for v in a_out.values()), default=0)
-    by_case = {case.task.id: case.task for case in cases}
-    groups: dict[str, dict[str, list[tuple[str, int]]]] = {
-        "level": defaultdict(list),
-        "tag": defaultdict(list),
-    }
-    for key in keys:
-        task = by_case.get(key[0])
-        if task is not None:
-            groups["level"][str(task.level)].append(key)
-            for tag in task.tags:
-                groups["tag"][tag].append(key)
-    breakdowns = {
-        name: {
-            label: {"a": _rate(a.outcomes(members)), "b": _rate(b.outcomes(members))}
-            for label, members in sorted(group.items())
-        }
-        for name, group in groups.items()
-    }
     flips_down, flips_up = [], []
     for task_id in sorted(a_out):
         rate_a, rate_b = mean(a_out[task_id]), mean(b_out[task_id])
@@ -109,49 +230,41 @@ def compare_sides(a: Side, b: Side, cases: list[TaskCase]) -> dict[str, Any]:
             flips_down.append(task_id)
         elif rate_b >= 0.5 > rate_a:
             flips_up.append(task_id)
-
-    def spend(side: Side) -> dict[str, float]:
-        rows = [side.rows[k] for k in keys]
-        return {
-            "cost_usd": mean(r.usage.cost_usd for r in rows) if rows else 0.0,
-            "latency_s": mean(r.duration_s for r in rows) if rows else 0.0,
-            "turns": mean(r.turns for r in rows) if rows else 0.0,
-        }
-
-    spend_a, spend_b = spend(a), spend(b)
-    return {
-        "a": {"run_id": a.run_id, "variant": a.variant, **_rate(a_out)},
-        "b": {"run_id": b.run_id, "variant": b.variant, **_rate(b_out)},
-        "pairs": len(keys),
-        "excluded_errors": len(errored),
-        "difference": {
-            "estimate": difference.difference,
-            "low": difference.low,
-            "high": difference.high,
-            "bootstrap_p": difference.p_value,
-        },
-        "mcnemar": {
-            "b_only": test.b_only,
-            "a_only": test.a_only,
-            "p_value": test.p_value,
-            "p_b_worse": worse.p_value,
-        },
-        "pass_hat_k": {
-            "k": trials,
-            "a": suite_pass_hat_k(a_out, trials) if trials else 0.0,
-            "b": suite_pass_hat_k(b_out, trials) if trials else 0.0,
-        },
-        "breakdowns": breakdowns,
-        "deltas": {name: spend_b[name] - spend_a[name] for name in spend_a},
-        "spend": {"a": spend_a, "b": spend_b},
-        "flipped_to_fail": flips_down,
-        "flipped_to_pass": flips_up,
-    }
+    spend_a, spend_b = _spend(a, keys), _spend(b, keys)
+    return ComparisonResult(
+        a=_run_rate(a, a_out),
+        b=_run_rate(b, b_out),
+        pairs=len(keys),
+        excluded_errors=len(errored),
+        difference=BootstrapDifference(
+            estimate=difference.difference,
+            low=difference.low,
+            high=difference.high,
+            bootstrap_p=difference.p_value,
+        ),
+        mcnemar=PairedTest(
+            b_only=test.b_only, a_only=test.a_only, p_value=test.p_value, p_b_worse=worse.p_value
+        ),
+        pass_hat_k=PassHatK(
+            k=trials,
+            a=suite_pass_hat_k(a_out, trials) if trials else 0.0,
+            b=suite_pass_hat_k(b_out, trials) if trials else 0.0,
+        ),
+        breakdowns=_breakdowns(a, b, keys, cases),
+        deltas=Spend(
+            cost_usd=spend_b.cost_usd - spend_a.cost_usd,
+            latency_s=spend_b.latency_s - spend_a.latency_s,
+            turns=spend_b.turns - spend_a.turns,
+        ),
+        spend=Spends(a=spend_a, b=spend_b),
+        flipped_to_fail=flips_down,
+        flipped_to_pass=flips_up,
+    )
 
 
 async def judge_pairs(
-    store: Store, a: Side, b: Side, cases: list[TaskCase], judge: ChatModel
-) -> dict[str, Any]:
+    store: Store, a: GradedEpisodes, b: GradedEpisodes, cases: list[TaskCase], judge: ChatModel
+) -> RelativeJudgement:
     """The relative judge over every (task, trial) both sides played: win rate of B over A."""
     tasks = {case.task.id: case.task for case in cases}
     a_transcripts = {(t.task_id, t.trial): t for t, _, _ in store.transcripts(a.run_id)}
@@ -170,12 +283,24 @@ async def judge_pairs(
             losses += verdict.winner == "a"
             ties += verdict.winner == "tie"
     rate = win_rate(wins, losses, ties)
-    return {
-        "b_wins": wins,
-        "a_wins": losses,
-        "ties": ties,
-        "judge_errors": failures,
-        "win_rate": rate.estimate,
-        "low": rate.low,
-        "high": rate.high,
-    }
+    return RelativeJudgement(
+        b_wins=wins,
+        a_wins=losses,
+        ties=ties,
+        judge_errors=failures,
+        win_rate=rate.estimate,
+        low=rate.low,
+        high=rate.high,
+    )
+
+
+async def compare_runs(
+    store: Store, run_a: str, run_b: str, cases: list[TaskCase], judge: ChatModel | None = None
+) -> ComparisonResult:
+    """Compare two stored runs; with a judge, also ask it which transcript of each pair is
+    better. The one comparison of stored runs, for the `compare` node and command alike."""
+    a, b = GradedEpisodes.load(store, run_a), GradedEpisodes.load(store, run_b)
+    result = compare_episodes(a, b, cases)
+    if judge is not None:
+        result.relative = await judge_pairs(store, a, b, cases, judge)
+    return result

@@ -1,8 +1,8 @@
 """Named extension points: model providers, check kinds, domains, node kinds.
 
-A module registers what it adds with a decorator. Lookups first import the bundled modules and
-then the installed plug-ins of the registry's entry-point group (e.g. `harness.domains`), so
-nothing heavy is imported before it is needed. A name can be taken only once.
+A module registers what it adds with a decorator. Lookups first import the bundled modules, then
+the installed plug-ins of the registry's entry-point group (e.g. `harness.domains`), then the
+project file's `plugins:`, so nothing is imported before it is needed. A name is taken once.
 """
 
 from __future__ import annotations
@@ -65,6 +65,9 @@ class Registry(Generic[T]):
                 loaded = point.load()
                 if not isinstance(loaded, types.ModuleType):  # a module registers itself
                     self.register(point.name)(loaded)
+        from harness.project import load_plugins
+
+        load_plugins()
 
     def get(self, name: str) -> T | None:
         self._load()
@@ -78,8 +81,11 @@ class Registry(Generic[T]):
         self._load()
         return sorted(self._entries.items())
 
-    def unknown(self, name: str) -> str:
-        """The message for a name nobody registered: what is known, and how to add one."""
+    def unknown(self, name: str, *ways: str) -> str:
+        """The message for a name nobody registered: what is known, and how to add one (the
+        `ways` a caller knows of, then a project plug-in and the entry-point group)."""
         known = ", ".join(self.names()) or "none"
-        how = f" (or install a package with a '{self.group}' entry point)" if self.group else ""
-        return f"unknown {self.what} '{name}'; known: {known}{how}"
+        ways += ("a 'plugins:' module in harness.yaml",)
+        if self.group:
+            ways += (f"a '{self.group}' entry point",)
+        return f"unknown {self.what} '{name}'; known: {known} (add one: {', '.join(ways)})"

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from harness.domains import get_domain
-from harness.specs.load import read_json
+from harness.specs.references import read_json
 from tests.conftest import ROOT
 
 DESK = read_json(ROOT / "tasks/support/data/desk.json")

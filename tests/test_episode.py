@@ -7,14 +7,15 @@ from typing import Any
 
 import pytest
 
-from harness.domains import Environment, register_domain
+from harness.domains import Environment
 from harness.models import Completion, CompletionParams, create_model
 from harness.models.scripted import ScriptedModel
 from harness.sim.agent import LLMAgent
 from harness.sim.episode import EpisodeSpec, run_episode
 from harness.sim.suite import TaskCase, load_suite
 from harness.sim.user import UserSimulator
-from harness.specs.load import Override, load_agent
+from harness.specs.load import load_agent
+from harness.specs.overrides import Override
 from harness.specs.persona import Persona
 from harness.specs.script import Script
 from harness.transcript import EndReason, Message, Side, ToolSpec, Transcript
@@ -125,7 +126,6 @@ def test_wall_time_limit_ends_the_episode_as_timeout() -> None:
     assert transcript.duration_s < 5
 
 
-@register_domain
 class BrokenDesk(Environment):
     domain = "broken-desk"
 
@@ -135,7 +135,7 @@ class BrokenDesk(Environment):
 
 def test_environment_failure_is_an_environment_error() -> None:
     task = case("order-status")
-    task.task.domain = "broken-desk"
+    task.task.domain = "tests.test_episode:BrokenDesk"
     transcript = play(task)
     assert transcript.error.side == Side.ENVIRONMENT
     assert transcript.error.message == "OSError: snapshot unavailable"

@@ -22,12 +22,14 @@ LAYERS: list[set[str]] = [
         "matching",
         "sqlite",
         "jsontext",
+        "imports",
+        "project",
     },
     {"tracing"},
     {"models", "domains", "testing"},
     {"sim", "grading", "traces"},
     {"store"},
-    {"compare", "gate", "report", "pipeline", "climb"},
+    {"compare", "gate", "report", "pipeline", "climb", "scaffold"},
     {"cli", "__main__"},
 ]
 LAYER_OF = {unit: index for index, units in enumerate(LAYERS) for unit in units}

@@ -17,7 +17,7 @@ from harness.models import (
     ResponseCache,
 )
 from harness.models.errors import retry_after_seconds
-from harness.specs.load import SpecError
+from harness.specs.located import SpecError
 from harness.specs.script import Script
 from harness.testing.fake_server import FakeServer, Faults
 from harness.transcript import Message, ToolSpec

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.specs.load import Override, load_agent
+from harness.specs.load import load_agent
+from harness.specs.overrides import Override
 from harness.store import Store
 from tests.conftest import JUDGE, ROOT, SCRIPTED, run_harness
 

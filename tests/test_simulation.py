@@ -9,14 +9,17 @@ from typing import Any
 
 import pytest
 
-from harness.domains import Environment, get_domain, register_domain, tool
+from harness.domains import Environment, get_domain, tool
 from harness.models import CallPolicy, ModelRuntime
 from harness.sim.agent import ToolHandle, load_entry, make_agent
 from harness.sim.env import read_snapshot, write_snapshot
 from harness.sim.episode import EpisodeSpec, run_episode
 from harness.sim.suite import TaskCase, load_suite
 from harness.sim.user import NO_REPLY, user_system_prompt
-from harness.specs.load import Override, SpecError, load_agent, read_json
+from harness.specs.load import load_agent
+from harness.specs.located import SpecError
+from harness.specs.overrides import Override
+from harness.specs.references import read_json
 from harness.specs.script import Script
 from harness.testing.fake_server import FakeServer
 from harness.transcript import EndReason, Message, Side, Transcript
@@ -230,7 +233,6 @@ def test_the_same_task_against_a_python_agent_and_an_http_agent_service() -> Non
 # ------------------------------------------------------------------ environments
 
 
-@register_domain
 class SlowDesk(Environment):
     domain = "slow-desk"
     tool_timeout_s = 0.1
@@ -255,7 +257,7 @@ def test_a_tool_that_hangs_is_a_tool_error_and_a_crashing_tool_is_a_result() -> 
         "Error: explode failed: KeyError: 'orders'",
     )
     task = case("order-status")
-    task.task.domain = "slow-desk"
+    task.task.domain = "tests.test_simulation:SlowDesk"
     transcript = play(
         task, variant("support-baseline", SCRIPTED.removeprefix("agent."), "tools=[get_order]")
     )

@@ -11,7 +11,11 @@ import jsonschema
 import pytest
 import yaml
 
-from harness.specs.load import KINDS, Override, SpecError, json_schema, load_agent, read_yaml
+from harness.specs.kinds import KINDS
+from harness.specs.load import load_agent
+from harness.specs.located import SpecError, read_yaml
+from harness.specs.overrides import Override
+from harness.specs.schema import json_schema
 from tests.conftest import ROOT
 
 BUNDLED_FOLDERS = ("tasks", "personas", "agents", "dags", "ci/gate.yaml")

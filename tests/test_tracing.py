@@ -175,7 +175,7 @@ def test_store_persists_for_a_new_process_without_network(tmp_path: Path) -> Non
 def test_call_end_before_call_start_is_stored(tmp_path: Path) -> None:
     from weave.vendor.weave_server_sdk.types import CallEndParams, CallStartParams
 
-    from harness.trace_store import LocalTraceServer
+    from harness.tracing.local_server import LocalTraceServer
 
     server = LocalTraceServer(tmp_path / "traces.db")
     project, op = "local/harness", "weave:///local/harness/op/episode:abc"
@@ -266,7 +266,7 @@ def test_local_store_matches_the_pinned_weave_interface() -> None:
     import weave
     from weave.trace_server_bindings.client_interface import TraceServerClientInterface
 
-    from harness.trace_store import LocalTraceServer
+    from harness.tracing.local_server import LocalTraceServer
 
     assert weave.__version__ == "0.54.0", "re-check harness.trace_store against the new weave"
     methods = {

@@ -6,8 +6,10 @@ from harness.domains.base import (
     ToolError,
     ToolOutcome,
     ToolTimeout,
+    UnknownDomain,
     get_domain,
     register_domain,
+    resolve_domain,
     tool,
 )
 
@@ -17,7 +19,9 @@ __all__ = [
     "ToolError",
     "ToolOutcome",
     "ToolTimeout",
+    "UnknownDomain",
     "get_domain",
     "register_domain",
+    "resolve_domain",
     "tool",
 ]

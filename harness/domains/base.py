@@ -9,6 +9,7 @@ import json
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -68,6 +69,10 @@ class Environment:
     that validates a task's start state."""
 
     domain: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    """What the domain is, in a sentence: given to the simulated user and the judge."""
+    policy: ClassVar[str] = ""
+    """The rules an agent of this domain must follow: given to the judge."""
     tool_timeout_s: ClassVar[float] = 30.0
     State: ClassVar[type[BaseModel] | None] = None
     _tools: ClassVar[dict[str, _Tool]]
@@ -151,6 +156,31 @@ DOMAINS: Registry[type[Environment]] = Registry(
 def register_domain(cls: E) -> E:
     """Class decorator: make a domain available to tasks by its `domain` name."""
     return DOMAINS.register(cls.domain)(cls)
+
+
+class UnknownDomain(LookupError):
+    """A task's `domain:` that names no registered domain, module or file."""
+
+
+def resolve_domain(reference: str, base: Path | None = None) -> type[Environment]:
+    """The environment class a task's `domain:` names: a registered name, an importable
+    `package.module:Class`, or a `path/to/file.py:Class` relative to `base` (the task's folder)."""
+    from harness.imports import UnresolvedReference, is_reference, load_reference
+
+    if not is_reference(reference):
+        found = DOMAINS.get(reference)
+        if found is None:
+            raise UnknownDomain(
+                DOMAINS.unknown(reference, "'path/to/file.py:Class'", "'package.module:Class'")
+            )
+        return found
+    try:
+        found = load_reference(reference, base)
+    except UnresolvedReference as exc:
+        raise UnknownDomain(f"domain '{reference}': {exc}") from None
+    if not (isinstance(found, type) and issubclass(found, Environment)):
+        raise UnknownDomain(f"domain '{reference}' is not an Environment subclass")
+    return found
 
 
 def get_domain(name: str) -> type[Environment] | None:

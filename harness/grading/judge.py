@@ -12,6 +12,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from harness.jsontext import json_values
 from harness.models import ChatModel, CompletionParams, ModelError
 from harness.transcript import Message, Transcript
 
@@ -71,15 +72,11 @@ def pairwise_prompt(goal: str, first: Transcript, second: Transcript) -> list[Me
 
 
 def parse(text: str, model: type[J]) -> J | None:
-    """The first JSON object in the text that validates as `model`, or None."""
-    decoder = json.JSONDecoder()
-    for index, char in enumerate(text):
-        if char != "{":
-            continue
+    """The first JSON object in the text (or nested in one) that validates as `model`, or None."""
+    for _, _, value in json_values(text, "{", nested=True):
         try:
-            value = decoder.raw_decode(text, index)[0]
             return model.model_validate(value)
-        except (ValueError, ValidationError):
+        except ValidationError:
             continue
     return None
 

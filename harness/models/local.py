@@ -22,7 +22,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness.models.base import Completion, CompletionParams, ModelError, register_provider
+from harness.jsontext import json_values
+from harness.models.base import (
+    Completion,
+    CompletionParams,
+    ModelError,
+    ProviderPolicy,
+    register_provider,
+)
 from harness.specs.agent import ModelRef
 from harness.transcript import Message, ToolCall, ToolSpec, Usage
 
@@ -147,21 +154,6 @@ def to_prompt(messages: list[Message], tools: list[ToolSpec]) -> list[dict[str, 
     return turns
 
 
-def _json_objects(text: str) -> list[tuple[int, int, Any]]:
-    """Every top-level JSON object in the text, with its span."""
-    decoder = json.JSONDecoder()
-    found, index = [], text.find("{")
-    while index != -1:
-        try:
-            value, end = decoder.raw_decode(text, index)
-        except ValueError:
-            index = text.find("{", index + 1)
-            continue
-        found.append((index, end, value))
-        index = text.find("{", end)
-    return found
-
-
 def _as_call(value: Any, tool_names: set[str]) -> tuple[str, dict[str, Any]] | None:
     if not isinstance(value, dict):
         return None
@@ -186,14 +178,14 @@ def parse_tool_calls(text: str, tools: list[ToolSpec], first_id: int = 0) -> Mes
     if names:
         blocks = list(TOOL_CALL.finditer(text))
         for block in blocks:
-            for _, _, value in _json_objects(block.group(1)):
+            for _, _, value in json_values(block.group(1), "{"):
                 if (call := _as_call(value, names)) is not None:
                     calls.append(call)
         if blocks:
             remainder = TOOL_CALL.sub("", text)
         else:
             spans = []
-            for start, end, value in _json_objects(text):
+            for start, end, value in json_values(text, "{"):
                 if (call := _as_call(value, names)) is not None:
                     calls.append(call)
                     spans.append((start, end))
@@ -207,13 +199,21 @@ def parse_tool_calls(text: str, tools: list[ToolSpec], first_id: int = 0) -> Mes
     return Message(role="assistant", content=remainder.strip(), tool_calls=tool_calls)
 
 
+@register_provider("local")
 class LocalModel:
     """A GGUF model run in-process; calls are serialised on the model's lock in a thread."""
+
+    # One CPU-bound model per process: one call at a time, and it costs nothing.
+    policy = ProviderPolicy(concurrency=1, free=True)
 
     def __init__(self, ref: ModelRef):
         self.name = ref.id
         self.path, sha = locate(ref.id.split("/", 1)[1])
         self.expected_sha = ref.sha256 or sha
+
+    @classmethod
+    def from_ref(cls, ref: ModelRef, options: dict[str, Any]) -> LocalModel:
+        return cls(ref)
 
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams
@@ -248,6 +248,4 @@ class LocalModel:
         )
 
 
-@register_provider("local")
-def _local(ref: ModelRef, options: dict[str, Any]) -> LocalModel:
-    return LocalModel(ref)
+

@@ -34,7 +34,8 @@ from harness.models.base import (
 from harness.secrets import redact
 from harness.specs.agent import ModelRef
 from harness.specs.base import Spec
-from harness.specs.load import read_yaml, validate
+from harness.specs.located import read_yaml
+from harness.specs.validation import validate
 from harness.sqlite import connect
 from harness.tracing import child_span
 from harness.transcript import Message, ToolSpec

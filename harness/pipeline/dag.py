@@ -18,12 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+from pydantic import ValidationError
 
 from harness.pipeline.nodes import NODE_KINDS, NodeContext, NodeKind, canonical
 from harness.pipeline.types import NodeOutput
 from harness.specs.base import Spec
 from harness.specs.dag import Dag
-from harness.specs.load import Loaded, Problem, SpecError, format_path, validate
+from harness.specs.load import Loaded
+from harness.specs.located import Problem, SpecError, format_path
+from harness.specs.validation import validate
 
 
 @dataclass
@@ -190,6 +193,18 @@ def _key(*parts: Any) -> str:
     return hashlib.sha256(canonical(parts).encode()).hexdigest()[:32]
 
 
+def _stored_output(base: NodeContext, key: str, kind: NodeKind) -> NodeOutput | None:
+    """A node's cached output; None when there is none or it no longer fits the kind's output
+    type (written by an older harness), so that the node runs again."""
+    text = base.store.node_output(key)
+    if text is None:
+        return None
+    try:
+        return kind.output.model_validate_json(text)
+    except ValidationError:
+        return None
+
+
 class _Skipped(Exception):
     """A node whose inputs failed."""
 
@@ -243,9 +258,9 @@ async def execute(
             else:
                 identity = node.kind.identity(node.params, ctx) if node.kind.identity else {}
                 key = _key(node.kind.name, params, identity, [keys[n] for n in node.needs])
-                cached = None if base.fresh else base.store.node_output(key)
+                cached = None if base.fresh else _stored_output(base, key, node.kind)
                 if cached is not None:
-                    output = node.kind.output.model_validate_json(cached)
+                    output = cached
                     if node.kind.restore is not None:
                         output = node.kind.restore(output, inputs)
                     status.state = "reused"
@@ -275,72 +290,3 @@ async def execute(
         if isinstance(result, SpecError):
             raise result
     return execution
-
-
-def flags_dag(
-    tasks: list[Path],
-    agent: Path,
-    personas: Path | None,
-    trials: int,
-    concurrency: int,
-    judge_model: Any,
-) -> dict[str, Any]:
-    """The pipeline `run-eval --tasks ... --agent ...` stands for."""
-    load: dict[str, Any] = {"paths": [str(p) for p in tasks]}
-    if personas is not None:
-        load["personas"] = str(personas)
-    return {
-        "kind": "dag",
-        "name": "run-eval",
-        "nodes": {
-            "tasks": {"uses": "load_tasks", "with": load},
-            "simulate": {
-                "uses": "simulate",
-                "needs": ["tasks"],
-                "with": {"agent": str(agent), "trials": trials, "concurrency": concurrency},
-            },
-            "grade": {
-                "uses": "grade",
-                "needs": ["simulate"],
-                "with": {"judge_model": judge_model, "concurrency": concurrency},
-            },
-            "report": {"uses": "report", "needs": ["grade"]},
-            "wandb": {"uses": "log_wandb", "needs": ["grade"]},
-        },
-    }
-
-
-def compare_dag(
-    tasks: list[Path],
-    a: Path,
-    b: Path,
-    personas: Path | None,
-    trials: int,
-    concurrency: int,
-    judge_model: Any,
-    relative: bool,
-) -> dict[str, Any]:
-    """The pipeline `harness compare --a ... --b ...` stands for: both variants on the same
-    tasks (and so the same personas and seeds), graded, compared, reported."""
-    load: dict[str, Any] = {"paths": [str(p) for p in tasks]}
-    if personas is not None:
-        load["personas"] = str(personas)
-    nodes: dict[str, Any] = {"tasks": {"uses": "load_tasks", "with": load}}
-    for side, agent in (("a", a), ("b", b)):
-        nodes[side] = {
-            "uses": "simulate",
-            "needs": ["tasks"],
-            "with": {"agent": str(agent), "trials": trials, "concurrency": concurrency},
-        }
-        nodes[f"grade_{side}"] = {
-            "uses": "grade",
-            "needs": [side],
-            "with": {"judge_model": judge_model, "concurrency": concurrency},
-        }
-    nodes["compare"] = {
-        "uses": "compare",
-        "needs": ["grade_a", "grade_b"],
-        "with": {"judge_model": judge_model} if relative else {},
-    }
-    nodes["report"] = {"uses": "report", "needs": ["compare"]}
-    return {"kind": "dag", "name": "compare", "nodes": nodes}

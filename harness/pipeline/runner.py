@@ -1,55 +1,61 @@
-"""Run a pipeline from a DAG file, from `run-eval` flags, or from a stored execution (resume):
-resolve `--set` overrides, plan, open the store, model runtime and tracer, execute, record."""
+"""Run a pipeline from its data (a DAG file's, a template's, or a stored execution's): resolve
+`--set` overrides, plan, open the store, model runtime and tracer, execute, record."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from harness import defaults
 from harness.pipeline.dag import Execution, Plan, execute, plan
 from harness.pipeline.nodes import NodeContext
 from harness.pipeline.progress import Board
 from harness.specs.dag import Dag
-from harness.specs.load import (
-    Loaded,
-    Location,
-    Override,
-    PathKey,
-    SpecError,
-    apply_overrides,
-    read_mapping,
-    validate,
-)
+from harness.specs.kinds import read_mapping
+from harness.specs.load import Loaded
+from harness.specs.located import Location, PathKey, SpecError
+from harness.specs.overrides import Override, apply_overrides
+from harness.specs.validation import validate
 from harness.store import Store
 
-# `--set` shortcuts of the flag forms: scope -> the (node, parameter) lists that collect them
+if TYPE_CHECKING:
+    from harness.models import ModelRuntime
+
+# `--set` shortcuts of a pipeline template: scope -> the (node, parameter) lists that collect
+# `scope.PATH=VALUE` overrides.
 Shortcuts = dict[str, list[tuple[str, str]]]
-RUN_EVAL_SHORTCUTS: Shortcuts = {
-    "agent": [("simulate", "set")],
-    "task": [("tasks", "set")],
-    "persona": [("tasks", "persona_set")],
-}
-COMPARE_SHORTCUTS: Shortcuts = {**RUN_EVAL_SHORTCUTS, "agent": [("a", "set"), ("b", "set")]}
 
 
 @dataclass
 class RunOptions:
     """Settings of one execution that are not part of the pipeline's content."""
 
-    store: Path = Path(".harness/results.db")
-    cache: Path | None = Path(".harness/cache.db")
+    store: Path = defaults.RESULTS_STORE
+    cache: Path | None = defaults.RESPONSE_CACHE
     prices: Path | None = None
     timeout_s: float = 60.0
     retries: int = 4
     weave_project: str | None = None
-    traces: Path | None = Path(".harness/traces.db")
+    traces: Path | None = defaults.TRACE_STORE
     fresh: bool = False
     progress: bool | None = None  # None: when the output is a terminal
-    announce: bool = True  # print the pipeline's id as it starts
+    # Told the pipeline's id and name as it starts: the id to resume with, should the process die.
+    on_start: Callable[[str, str], None] | None = None
+
+
+def model_runtime(options: RunOptions) -> ModelRuntime:
+    """The model runtime the options describe: response cache, prices and retry policy."""
+    from harness.models import CallPolicy, ModelRuntime, PriceTable, ResponseCache
+
+    return ModelRuntime(
+        cache=ResponseCache(options.cache) if options.cache else None,
+        prices=PriceTable(options.prices),
+        policy=CallPolicy(timeout_s=options.timeout_s, max_retries=options.retries),
+    )
 
 
 @dataclass
@@ -76,7 +82,7 @@ def with_overrides(
     texts: list[str],
     shortcuts: Shortcuts | None = None,
 ) -> dict[str, Any]:
-    """Apply `--set node.param=value` (and, in the flag forms, `agent.`/`task.`/`persona.`
+    """Apply `--set node.param=value` overrides (and a template's `scope.PATH=VALUE`
     shortcuts) to the pipeline's data."""
     data = copy.deepcopy(data)
     nodes = data.get("nodes") or {}
@@ -91,12 +97,40 @@ def with_overrides(
             continue
         if scope not in nodes or len(override.keys) < 2:
             known = ", ".join(nodes)
-            extra = " or agent./task./persona.FIELD=VALUE" if shortcuts else ""
+            scopes = "/".join(f"{name}." for name in shortcuts)
+            extra = f" or {scopes}FIELD=VALUE" if shortcuts else ""
             raise SpecError.at(
                 Location(f"--set {text}"), "", f"expected NODE.PARAM=VALUE{extra}; nodes: {known}"
             )
         patches.append(Override(text, ("nodes", scope, "with", *override.keys[1:]), override.value))
     return apply_overrides(data, patches, positions)
+
+
+def stored_pipeline(
+    store_path: Path, pipeline_id: str
+) -> tuple[dict[str, Any], dict[PathKey, Location], Path]:
+    """A stored execution's pipeline data and source, to resume it."""
+    info = None
+    if store_path.is_file():
+        store = Store(store_path)
+        info = store.pipeline(pipeline_id)
+        store.close()
+    if info is None:
+        raise SpecError.at(Location(str(store_path)), "", f"no pipeline {pipeline_id!r} to resume")
+    return info.config["dag"], {}, Path(info.config["source"])
+
+
+def preflight(data: dict[str, Any], tasks: str, simulate: str) -> None:
+    """Check the agent of node `simulate` against the tasks of node `tasks` before anything is
+    written (a pipeline otherwise finds a mismatch when the simulate node starts)."""
+    from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
+    from harness.pipeline.nodes.simulate import SimulateParams, load_variant
+    from harness.sim.suite import check_variant
+
+    nodes = data["nodes"]
+    task_set = load_task_set(LoadTasksParams.model_validate(nodes[tasks]["with"]))
+    variant = load_variant(SimulateParams.model_validate(nodes[simulate]["with"]))
+    check_variant(variant, task_set.cases)
 
 
 def prepare(data: dict[str, Any], positions: dict[PathKey, Location], source: Path) -> Plan:
@@ -112,20 +146,15 @@ def run_pipeline(
     pipeline_id: str = "",
 ) -> Outcome:
     """Plan and execute a pipeline; its resolved configuration is stored with the execution."""
-    from harness.models import CallPolicy, ModelRuntime, PriceTable, ResponseCache
     from harness.tracing import NO_TRACER, open_tracer
 
     pipeline = prepare(data, positions, source)
-    runtime = ModelRuntime(
-        cache=ResponseCache(options.cache) if options.cache else None,
-        prices=PriceTable(options.prices),
-        policy=CallPolicy(timeout_s=options.timeout_s, max_retries=options.retries),
-    )
+    runtime = model_runtime(options)
     config = {"source": str(source), "dag": data}
     store = Store(options.store)
     pipeline_id = store.new_pipeline(pipeline.name, config, pipeline_id)
-    if options.announce:  # the id to resume with, should the process die
-        print(f"pipeline {pipeline_id} ({pipeline.name}) started", file=sys.stderr, flush=True)
+    if options.on_start is not None:
+        options.on_start(pipeline_id, pipeline.name)
     tracing = options.traces is not None or options.weave_project is not None
     tracer = open_tracer(options.weave_project, options.traces or Path()) if tracing else NO_TRACER
     execution, status = Execution(), "failed"

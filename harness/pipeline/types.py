@@ -7,7 +7,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from harness.compare import ComparisonResult
+from harness.gate import GateResult
+from harness.report.contents import ReportContents, ReportedRun
 from harness.sim.suite import TaskCase
+
+
+def levels_of(cases: list[TaskCase]) -> dict[str, int]:
+    """Task id -> level, for the tables of reports."""
+    return {case.task.id: case.task.level for case in cases}
 
 
 class NodeOutput(BaseModel):
@@ -50,6 +58,10 @@ class Run(NodeOutput):
         self._cases = cases
         return self
 
+    @property
+    def levels(self) -> dict[str, int]:
+        return levels_of(self.cases)
+
 
 class Episodes(Run):
     """The output of `simulate`: transcripts stored, not yet graded by this pipeline."""
@@ -66,27 +78,32 @@ class Comparison(NodeOutput):
 
     a: Graded = Field(description="Variant A (the baseline side).")
     b: Graded = Field(description="Variant B (the candidate side).")
-    result: dict[str, Any] = Field(description="The comparison (see harness.compare).")
+    result: ComparisonResult = Field(description="The paired comparison of B against A.")
 
 
 class GateDecision(NodeOutput):
     """The output of `gate`: whether the candidate may replace the baseline, and why not."""
 
-    passed: bool = Field(description="True when no rule of the gate failed.")
-    reasons: list[str] = Field(description="Every rule that failed, one line each.")
     candidate: Graded = Field(description="The run the gate judged.")
-    baseline_run: str | None = Field(description="The run it was compared with.")
-    result: dict[str, Any] = Field(description="Details (see harness.gate).")
+    result: GateResult = Field(description="The decision, every failed rule and the figures.")
 
 
 class Report(NodeOutput):
-    """The output of `report`: what it reported (printed by the command line at the end) and
-    the files it wrote."""
+    """The output of `report`: what it reported (for the caller to print at the end) and the
+    files it wrote."""
 
     runs: list[Graded] = Field(default_factory=list, description="Runs summarised.")
     comparisons: list[Comparison] = Field(default_factory=list, description="Comparisons.")
     gates: list[GateDecision] = Field(default_factory=list, description="Gate decisions.")
     files: list[str] = Field(default_factory=list, description="Files written.")
+
+    def contents(self) -> ReportContents:
+        """What the report covers, as every report format reads it."""
+        return ReportContents(
+            runs=[ReportedRun(run.run_id, run.levels) for run in self.runs],
+            comparisons=[comparison.result for comparison in self.comparisons],
+            gates=[gate.result for gate in self.gates],
+        )
 
 
 class WandbRun(NodeOutput):

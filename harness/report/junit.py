@@ -6,18 +6,17 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness.pipeline.types import Graded, Report
+from harness.report.contents import ReportContents
 from harness.report.summary import run_figures
 from harness.store import Store
 
 
-def write_junit(store: Store, report: Report, path: Path) -> None:
-    """Write the report's runs (and gates) as JUnit XML."""
+def write_junit(store: Store, report: ReportContents, path: Path) -> None:
+    """Write the report's runs (gated runs first) and gate decisions as JUnit XML."""
     suites = ET.Element("testsuites", name="harness")
-    gated: list[Graded] = [gate.candidate for gate in report.gates]
-    runs = {run.run_id: run for run in [*gated, *report.runs]}
-    for run in runs.values():
-        figures = run_figures(store, run.run_id)
+    gated = [gate.candidate_run for gate in report.gates]
+    for run_id in dict.fromkeys([*gated, *(run.run_id for run in report.runs)]):
+        figures = run_figures(store, run_id)
         suite = ET.SubElement(
             suites,
             "testsuite",
@@ -51,7 +50,7 @@ def write_junit(store: Store, report: Report, path: Path) -> None:
             suite,
             "testcase",
             classname="gate",
-            name=f"{gate.candidate.variant} vs {gate.baseline_run or 'none'}",
+            name=f"{gate.candidate_variant} vs {gate.baseline_run or 'none'}",
         )
         if not gate.passed:
             ET.SubElement(case, "failure", message="; ".join(gate.reasons)).text = "\n".join(

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness.report.summary import RunFigures
+from harness.compare import ComparisonResult, PassRate
+from harness.gate import GateResult
+from harness.report.contents import ReportContents
+from harness.report.summary import RunFigures, run_figures
+from harness.store import Store
 from harness.transcript import Usage
 
 STYLES = {"pass": "green", "fail": "red", "error": "yellow"}
@@ -70,57 +72,63 @@ def print_usage(role: str, usage: Usage, console: Console) -> None:
     )
 
 
-def _rate(side: dict[str, Any]) -> str:
-    interval = f"CI {side['low']:.1%}-{side['high']:.1%}"
-    return f"{side['rate']:.1%} ({side['passed']}/{side['n']}, {interval})"
+def _rate(side: PassRate) -> str:
+    interval = f"CI {side.low:.1%}-{side.high:.1%}"
+    return f"{side.rate:.1%} ({side.passed}/{side.n}, {interval})"
 
 
-def print_comparison(result: dict[str, Any], console: Console) -> None:
+def print_comparison(result: ComparisonResult, console: Console) -> None:
     """Pass rates, their paired difference and tests, pass^k, breakdowns, deltas and flips."""
-    a, b = result["a"], result["b"]
-    console.print(f"[bold]A {a['variant']}[/bold] ({a['run_id']}): {_rate(a)}")
-    console.print(f"[bold]B {b['variant']}[/bold] ({b['run_id']}): {_rate(b)}")
-    d, m = result["difference"], result["mcnemar"]
+    a, b = result.a, result.b
+    console.print(f"[bold]A {a.variant}[/bold] ({a.run_id}): {_rate(a)}")
+    console.print(f"[bold]B {b.variant}[/bold] ({b.run_id}): {_rate(b)}")
+    d, m = result.difference, result.mcnemar
     console.print(
-        f"B - A: {d['estimate']:+.1%} (95% paired bootstrap CI {d['low']:+.1%} to "
-        f"{d['high']:+.1%}); exact McNemar p = {m['p_value']:.4f} ({m['b_only']} pairs only B "
-        f"passed, {m['a_only']} only A) over {result['pairs']} pairs"
-        + (
-            f", {result['excluded_errors']} with errors left out"
-            if result["excluded_errors"]
-            else ""
-        )
+        f"B - A: {d.estimate:+.1%} (95% paired bootstrap CI {d.low:+.1%} to "
+        f"{d.high:+.1%}); exact McNemar p = {m.p_value:.4f} ({m.b_only} pairs only B "
+        f"passed, {m.a_only} only A) over {result.pairs} pairs"
+        + (f", {result.excluded_errors} with errors left out" if result.excluded_errors else "")
     )
-    hat = result["pass_hat_k"]
-    if hat["k"] > 1:
-        console.print(f"pass^{hat['k']}: A {hat['a']:.1%}, B {hat['b']:.1%}")
-    if "relative" in result:
-        r = result["relative"]
+    hat = result.pass_hat_k
+    if hat.k > 1:
+        console.print(f"pass^{hat.k}: A {hat.a:.1%}, B {hat.b:.1%}")
+    if result.relative is not None:
+        r = result.relative
         console.print(
-            f"relative judge: B wins {r['win_rate']:.1%} (CI {r['low']:.1%}-"
-            f"{r['high']:.1%}; {r['b_wins']} wins, {r['a_wins']} losses, {r['ties']} "
-            f"ties, {r['judge_errors']} judge errors)"
+            f"relative judge: B wins {r.win_rate:.1%} (CI {r.low:.1%}-"
+            f"{r.high:.1%}; {r.b_wins} wins, {r.a_wins} losses, {r.ties} "
+            f"ties, {r.judge_errors} judge errors)"
         )
     table = Table(title="breakdown", title_justify="left")
     for column in ("by", "group", "A", "B"):
         table.add_column(column)
-    for name, groups in result["breakdowns"].items():
-        for label, sides in groups.items():
-            table.add_row(name, label, _rate(sides["a"]), _rate(sides["b"]))
+    for name, groups in result.breakdowns.items():
+        for label, rates in groups.items():
+            table.add_row(name, label, _rate(rates.a), _rate(rates.b))
     console.print(table)
-    deltas = result["deltas"]
+    deltas = result.deltas
     console.print(
-        f"deltas B - A per episode: cost ${deltas['cost_usd']:+.4f}, time "
-        f"{deltas['latency_s']:+.2f}s, turns {deltas['turns']:+.2f}"
+        f"deltas B - A per episode: cost ${deltas.cost_usd:+.4f}, time "
+        f"{deltas.latency_s:+.2f}s, turns {deltas.turns:+.2f}"
     )
-    console.print(f"flipped to fail: {', '.join(result['flipped_to_fail']) or 'none'}")
-    console.print(f"flipped to pass: {', '.join(result['flipped_to_pass']) or 'none'}")
+    console.print(f"flipped to fail: {', '.join(result.flipped_to_fail) or 'none'}")
+    console.print(f"flipped to pass: {', '.join(result.flipped_to_pass) or 'none'}")
 
 
-def print_gate(passed: bool, reasons: list[str], console: Console) -> None:
-    if passed:
+def print_gate(result: GateResult, console: Console) -> None:
+    if result.passed:
         console.print("[bold green]gate: PASS[/bold green]")
         return
     console.print("[bold red]gate: FAIL[/bold red]")
-    for reason in reasons:
+    for reason in result.reasons:
         console.print(f"  - {escape(reason)}")
+
+
+def print_report(store: Store, report: ReportContents, console: Console) -> None:
+    """Each run's summary, then each comparison, then each gate decision."""
+    for run in report.runs:
+        print_run(run_figures(store, run.run_id, run.levels), console)
+    for comparison in report.comparisons:
+        print_comparison(comparison, console)
+    for gate in report.gates:
+        print_gate(gate, console)

@@ -19,16 +19,13 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
-import importlib.util
 import inspect
 import json
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Protocol
 
 from harness.domains import Environment, ToolError
+from harness.imports import load_reference
 from harness.models import ChatModel, CompletionParams, ModelRuntime
 from harness.models.wire_openai import to_wire_tools
 from harness.registry import Registry
@@ -129,7 +126,7 @@ class ToolHandle:
         self.names = [spec["function"]["name"] for spec in self.specs]
         self._env, self._messages, self._loop = env, messages, loop
 
-    async def acall(self, name: str, **arguments: Any) -> Any:
+    async def acall(self, name: str, /, **arguments: Any) -> Any:
         """Run a tool (async agents). Returns its JSON result; raises ToolError on a refusal."""
         call = ToolCall(
             id=f"call_{sum(len(m.tool_calls) for m in self._messages)}",
@@ -151,25 +148,17 @@ class ToolHandle:
             raise ToolError(content.removeprefix("Error: "))
         return json.loads(content)
 
-    def call(self, name: str, **arguments: Any) -> Any:
+    def call(self, name: str, /, **arguments: Any) -> Any:
         """Run a tool (sync agents, which run in a worker thread)."""
         return asyncio.run_coroutine_threadsafe(self.acall(name, **arguments), self._loop).result()
 
 
 def load_entry(entry: str) -> Callable[..., Any]:
     """The function an entry names: 'file.py:function' or 'package.module:function'."""
-    module_name, _, function = entry.rpartition(":")
-    if module_name.endswith(".py"):
-        path = Path(module_name)
-        spec = importlib.util.spec_from_file_location(f"harness_agent_{path.stem}", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    else:
-        if "" not in sys.path and str(Path.cwd()) not in sys.path:
-            sys.path.insert(0, str(Path.cwd()))
-        module = importlib.import_module(module_name)
-    return getattr(module, function)
+    function = load_reference(entry)
+    if not callable(function):
+        raise TypeError(f"entry '{entry}' is not a function")
+    return function
 
 
 class PythonAgent:

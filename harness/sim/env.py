@@ -15,8 +15,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from harness.domains import Environment, get_domain
-from harness.specs.load import deep_merge, read_json
+from harness.domains import Environment, resolve_domain
+from harness.specs.overrides import deep_merge
+from harness.specs.references import read_json
 from harness.specs.task import Task
 
 SCALARS_TABLE = "_state"
@@ -34,10 +35,7 @@ def initial_state(task: Task) -> dict[str, Any]:
 
 def make_environment(task: Task, state: dict[str, Any]) -> Environment:
     """A fresh environment of the task's domain holding a copy of `state`."""
-    domain = get_domain(task.domain)
-    if domain is None:
-        raise LookupError(f"unknown domain '{task.domain}'")
-    return domain(state)
+    return resolve_domain(task.domain)(state)
 
 
 def _decode(value: Any) -> Any:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from harness.defaults import OUT_OF_SCOPE_SIGNAL, STOP_SIGNAL, TRANSFER_SIGNAL
 from harness.domains import ToolTimeout
 from harness.models import ModelRuntime
 from harness.sim.agent import AgentCrashed, AgentRunner
@@ -27,9 +28,9 @@ from harness.transcript import (
 )
 
 SIGNAL_REASONS = {
-    "###STOP###": EndReason.USER_STOP,
-    "###TRANSFER###": EndReason.TRANSFER,
-    "###OUT-OF-SCOPE###": EndReason.OUT_OF_SCOPE,
+    STOP_SIGNAL: EndReason.USER_STOP,
+    TRANSFER_SIGNAL: EndReason.TRANSFER,
+    OUT_OF_SCOPE_SIGNAL: EndReason.OUT_OF_SCOPE,
 }
 
 

@@ -8,28 +8,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.domains import Environment, get_domain
+from harness.domains import Environment, UnknownDomain, resolve_domain
 from harness.sim.env import initial_state
 from harness.specs.agent import AgentVariant
-from harness.specs.checks import ToolCalledCheck
-from harness.specs.load import (
-    Loaded,
-    Location,
-    Override,
-    Problem,
-    SpecError,
-    apply_overrides,
-    display,
-    format_path,
-    kind_of,
-    load_persona,
-    load_task,
-    read_mapping,
-    spec_files,
-    validate,
-)
+from harness.specs.kinds import kind_of, read_mapping
+from harness.specs.load import Loaded, load_persona, load_task
+from harness.specs.located import Location, Problem, SpecError, display, format_path
+from harness.specs.overrides import Override, apply_overrides
 from harness.specs.persona import Persona
+from harness.specs.references import spec_files
 from harness.specs.task import Task
+from harness.specs.validation import validate
 
 
 @dataclass
@@ -152,18 +141,19 @@ def _persona(
 
 def _domain(loaded: Loaded[Task]) -> type[Environment]:
     task = loaded.spec
-    domain = get_domain(task.domain)
-    if domain is None:
-        raise SpecError([loaded.problem(("domain",), f"unknown domain '{task.domain}'")])
-    problems = []
-    for index, check in enumerate(task.checks):
-        if isinstance(check, ToolCalledCheck) and check.tool not in domain.tool_names():
-            known = ", ".join(domain.tool_names())
-            problems.append(
-                loaded.problem(
-                    ("checks", index, "tool"), f"unknown tool '{check.tool}'; known: {known}"
-                )
-            )
+    try:
+        domain = resolve_domain(task.domain, loaded.path.parent)
+    except UnknownDomain as exc:
+        raise SpecError([loaded.problem(("domain",), str(exc))]) from None
+    known = domain.tool_names()
+    problems = [
+        loaded.problem(
+            ("checks", index, *field), f"unknown tool '{tool}'; known: {', '.join(known)}"
+        )
+        for index, check in enumerate(task.checks)
+        for field, tool in check.references().tools.items()
+        if tool not in known
+    ]
     if problems:
         raise SpecError(problems)
     return domain

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from harness.imports import module_file
 from harness.specs.base import Shorthand, Spec
 
 # Fields that name or locate a variant, or tune how calls are made, but never change what the
@@ -149,9 +149,4 @@ def _sha256(data: bytes) -> str:
 
 def entry_source(module: str) -> bytes:
     """The source bytes of a python agent's module (a file path, or an importable module)."""
-    if module.endswith(".py"):
-        return Path(module).read_bytes()
-    spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None:
-        raise ValueError(f"cannot find module '{module}'")
-    return Path(spec.origin).read_bytes()
+    return module_file(module).read_bytes()

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, field_validator
+from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator
 
+from harness.defaults import STOP_SIGNALS
 from harness.specs.base import Spec
-from harness.specs.checks import Check
+from harness.specs.checks import check_union
 from harness.specs.persona import Persona
 from harness.transcript import Message
+
+if TYPE_CHECKING:  # at run time `Check` is resolved on first use: see `Task.model_rebuild`
+    from harness.specs.checks import Check
 
 PersonaRef = Annotated[
     Annotated[str, Tag("name")] | Annotated[Persona, Tag("inline")],
     Discriminator(lambda value: "name" if isinstance(value, str) else "inline"),
 ]
-DEFAULT_STOP_SIGNALS = ["###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###"]
 
 
 class Scenario(Spec):
@@ -59,7 +62,7 @@ class End(Spec):
 
     max_turns: int = Field(default=10, ge=1, le=200, description="Most user turns.")
     stop_signals: list[str] = Field(
-        default_factory=lambda: list(DEFAULT_STOP_SIGNALS),
+        default_factory=lambda: list(STOP_SIGNALS),
         min_length=1,
         description="Text in a user message that ends the episode.",
     )
@@ -83,12 +86,18 @@ class Provenance(Spec):
 class Task(Spec):
     """One evaluation task: a scenario in a domain, start and end conditions, and checks."""
 
+    model_config = ConfigDict(defer_build=True)
+
     kind: Literal["task"] = Field(description="File kind.")
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", description="Unique task id.")
     title: str = Field(description="One-line summary.")
     level: int = Field(ge=1, le=3, description="Difficulty: 1 (basic) to 3 (hard).")
     tags: list[str] = Field(default_factory=list, description="Labels for selecting tasks.")
-    domain: str = Field(description="Registered domain whose environment and tools are used.")
+    domain: str = Field(
+        description="The environment and tools: a registered domain name ('support', or one a "
+        "plug-in registers), 'package.module:Class', or 'path/to/file.py:Class' relative to "
+        "this file."
+    )
     persona: PersonaRef = Field(description="A persona's name, or a persona written inline.")
     scenario: Scenario = Field(description="The simulated user's goal and knowledge.")
     start: Start = Field(default_factory=Start, description="Start conditions.")
@@ -97,6 +106,13 @@ class Task(Spec):
     source: Provenance | None = Field(
         default=None, description="For a task made from production traces: its provenance."
     )
+
+    @classmethod
+    def model_rebuild(cls, **kwargs: Any) -> bool | None:
+        """`checks` lists any registered check kind; the kinds' modules import this one, so the
+        model is built on first use (pydantic rebuilds it then), with `Check` resolved here."""
+        namespace = {"Check": check_union(), **(kwargs.pop("_types_namespace", None) or {})}
+        return super().model_rebuild(_types_namespace=namespace, **kwargs)
 
     @field_validator("checks")
     @classmethod

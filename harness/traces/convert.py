@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from harness.defaults import STOP_SIGNAL
 from harness.domains import get_domain
 from harness.traces.calls import Unreadable
 from harness.traces.reconstruct import Conversation
@@ -185,7 +186,7 @@ def _persona(conversation: Conversation, options: TaskOptions) -> dict[str, Any]
     persona["model"] = "scripted"
     persona["scripted_turns"] = [
         {"when": {"turn": n}, "reply": text} for n, text in enumerate(users[1:], start=2)
-    ] + [{"reply": "Thank you, that's all. ###STOP###"}]
+    ] + [{"reply": f"Thank you, that's all. {STOP_SIGNAL}"}]
     return persona
 
 

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.defaults import TRACE_STORE
 from harness.grading.result import Verdict
-from harness.tracing import DEFAULT_STORE, Tracer, open_local_client
+from harness.tracing import Tracer, open_local_client
 from harness.transcript import Transcript
 
 EPISODE_OP = "harness.episode"
@@ -70,7 +71,7 @@ def _op_filter(op: str) -> dict[str, Any]:
     return {"op_names": [op]}
 
 
-def list_episodes(store: Path = DEFAULT_STORE, limit: int = 50) -> list[EpisodeTrace]:
+def list_episodes(store: Path = TRACE_STORE, limit: int = 50) -> list[EpisodeTrace]:
     """The most recent episodes of the local store, newest first."""
     tracer = Tracer(open_local_client(store))
     client = tracer.client

@@ -1,4 +1,6 @@
-"""One module per check kind; each registers a handler returning the same `Finding`.
+"""One module per check kind: its spec model, its `references()` and its handler, registered
+together with `@register_check(SpecModel)`. Adding a kind is one new module, named in
+`harness.specs.checks.BUILTIN_KINDS` (or, for a plug-in, in a `harness.checks` entry point).
 
 A handler is `(spec, transcript, context) -> Finding` (or an `(outcome, reason)` pair), sync or
 async. The context gives what some kinds need: the task, and the model runtime for judges.
@@ -15,11 +17,9 @@ from harness.grading.result import CheckResult, Finding
 from harness.models import ModelRuntime
 from harness.registry import Registry
 from harness.specs.agent import ModelRef
-from harness.specs.checks import CheckBase
+from harness.specs.checks import CheckBase, kind_name, register_kind
 from harness.specs.task import Task
 from harness.transcript import Side, Transcript
-
-KINDS = ("state", "text", "tool_called", "tool_order", "json_schema", "python", "llm_judge")
 
 
 @dataclass
@@ -32,10 +32,17 @@ class CheckContext:
 
 
 Handler = Callable[[Any, Transcript, CheckContext], Any]
-HANDLERS: Registry[Handler] = Registry(
-    "check kind", tuple(f"harness.grading.checks.{kind}" for kind in KINDS)
-)
-register_check = HANDLERS.register
+# No modules to import here: a spec's handler was registered when its model's module was imported.
+HANDLERS: Registry[Handler] = Registry("check kind")
+
+
+def register_check(kind: str | type[CheckBase]) -> Callable[[Handler], Handler]:
+    """Decorator for a check kind's handler. Given the kind's spec model, it also registers the
+    model as a kind tasks can list, so a kind module registers its model and handler at once;
+    given a kind's name, only the handler."""
+    if isinstance(kind, str):
+        return HANDLERS.register(kind)
+    return HANDLERS.register(kind_name(register_kind(kind)))
 
 
 async def run_check(spec: CheckBase, transcript: Transcript, context: CheckContext) -> CheckResult:

@@ -2,37 +2,53 @@
 
 from __future__ import annotations
 
-import json
-import re
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
 
 from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Finding
-from harness.specs.checks import JsonSchemaCheck
+from harness.jsontext import first_json
+from harness.specs.checks import CheckBase, References
 from harness.transcript import Transcript
 
-FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
+class JsonSchemaCheck(CheckBase):
+    """A message or a tool's arguments validate against a JSON Schema."""
 
-def json_in(text: str) -> Any:
-    """The JSON a reply carries: a fenced block, the whole text, or its first object/array."""
-    candidates = [m.group(1) for m in FENCED.finditer(text)] + [text]
-    for candidate in candidates:
+    kind: Literal["json_schema"]
+    schema_: dict[str, Any] = Field(alias="schema", description="The JSON Schema.")
+    target: Literal["final_message", "tool_arguments"] = Field(
+        default="final_message",
+        description="The agent's final reply parsed as JSON (a fenced ```json block is found), "
+        "or the arguments of every call of `tool`.",
+    )
+    tool: str | None = Field(default=None, description="With target tool_arguments: the tool.")
+
+    @field_validator("schema_")
+    @classmethod
+    def _valid_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        import jsonschema
+
         try:
-            return json.loads(candidate)
-        except ValueError:
-            pass
-    decoder = json.JSONDecoder()
-    for index, char in enumerate(text):
-        if char in "{[":
-            try:
-                return decoder.raw_decode(text, index)[0]
-            except ValueError:
-                continue
-    raise ValueError("no JSON found")
+            jsonschema.Draft202012Validator.check_schema(value)
+        except jsonschema.SchemaError as exc:
+            raise ValueError(f"invalid JSON Schema: {exc.message}") from None
+        if not value:
+            raise ValueError("an empty schema accepts everything and would always pass")
+        return value
+
+    @model_validator(mode="after")
+    def _tool_for_arguments(self) -> JsonSchemaCheck:
+        if (self.target == "tool_arguments") != (self.tool is not None):
+            raise ValueError("'tool' is required with target tool_arguments and only allowed there")
+        return self
+
+    def references(self) -> References:
+        return References(tools={("tool",): self.tool} if self.tool is not None else {})
 
 
-@register_check("json_schema")
+@register_check(JsonSchemaCheck)
 def check_json_schema(
     spec: JsonSchemaCheck, transcript: Transcript, context: CheckContext
 ) -> Finding:
@@ -44,7 +60,7 @@ def check_json_schema(
         if not replies:
             return Finding("fail", "the agent gave no reply")
         try:
-            documents = [("the final reply", json_in(replies[-1]))]
+            documents = [("the final reply", first_json(replies[-1]))]
         except ValueError:
             return Finding("fail", "the final reply holds no JSON")
     else:

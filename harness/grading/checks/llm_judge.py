@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
+
 from harness.grading.checks import CheckContext, register_check
 from harness.grading.judge import JudgeError, Judgement, ask, criterion_prompt
 from harness.grading.result import Finding
 from harness.models import ModelError
-from harness.specs.checks import LLMJudgeCheck
+from harness.specs.agent import ModelRef
+from harness.specs.checks import CheckBase
 from harness.transcript import Side, Transcript
 
 
-@register_check("llm_judge")
+class LLMJudgeCheck(CheckBase):
+    """A model in the `judge` role decides whether the conversation meets a criterion."""
+
+    kind: Literal["llm_judge"]
+    criterion: str = Field(min_length=1, description="What must be true of the conversation.")
+    rubric: str = Field(default="", description="How to decide: what passes, what fails.")
+    model: ModelRef | None = Field(
+        default=None, description="The judge model; by default the run's `--judge-model`."
+    )
+    retries: int = Field(
+        default=1, ge=0, le=5, description="Re-asks when the judgement cannot be parsed."
+    )
+
+
+@register_check(LLMJudgeCheck)
 async def check_llm_judge(
     spec: LLMJudgeCheck, transcript: Transcript, context: CheckContext
 ) -> Finding:

@@ -3,12 +3,48 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
 
 from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Finding
-from harness.specs.checks import PythonCheck
+from harness.specs.checks import CheckBase, References
 from harness.transcript import Transcript
+
+
+class PythonCheck(CheckBase):
+    """Checker code shipped with the task (VerIF style), run in a sandbox: a function of the
+    transcript (as JSON data) returning bool, a score in [0, 1], or (bool or score, reason)."""
+
+    kind: Literal["python"]
+    code: str | None = Field(default=None, description="The checker's source code.")
+    file: str | None = Field(
+        default=None, description="A file with the checker's code, relative to the task file."
+    )
+    function: str = Field(
+        default="check",
+        description="Function to call: `check(transcript)`, or VerInstruct's "
+        "`check_following(instruction, response)` with the task's instructions and the "
+        "agent's final reply.",
+    )
+    threshold: float = Field(
+        default=1.0, ge=0, le=1, description="Lowest score that passes, when a score is returned."
+    )
+    timeout_s: float = Field(default=10, gt=0, le=600, description="Wall-time limit.")
+    memory_mb: int = Field(default=512, ge=64, description="Address-space limit.")
+
+    @model_validator(mode="after")
+    def _code_or_file(self) -> PythonCheck:
+        if (self.code is None) == (self.file is None):
+            raise ValueError("give exactly one of 'code' or 'file'")
+        if self.code is not None and not self.code.strip():
+            raise ValueError("'code' is empty")
+        return self
+
+    def references(self) -> References:
+        return References(files={("file",): self.file} if self.file is not None else {})
+
 
 VERINSTRUCT = "check_following"
 
@@ -42,7 +78,7 @@ def interpret(value: Any, threshold: float) -> Finding:
     )
 
 
-@register_check("python")
+@register_check(PythonCheck)
 async def check_python(spec: PythonCheck, transcript: Transcript, context: CheckContext) -> Finding:
     from harness.grading.sandbox import SandboxLimits, run_checker
 

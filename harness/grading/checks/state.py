@@ -2,14 +2,76 @@
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
 from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Finding
 from harness.matching import partial_mismatches
-from harness.specs.checks import StateCheck
+from harness.specs.checks import CheckBase, References
 from harness.transcript import Transcript
 
 
-@register_check("state")
+class StateCheck(CheckBase):
+    """The final environment state matches: a partial, recursive expectation (`expect`), or the
+    values a JSONPath expression selects (`path` with `equals` or `exists`)."""
+
+    kind: Literal["state"]
+    expect: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "Partial expected state: every key given must be present with an equal value; "
+            "nested mappings match recursively, lists must be equal."
+        ),
+    )
+    path: str | None = Field(
+        default=None,
+        description="JSONPath into the final state, e.g. \"$.refunds[?order_id = 'O-1'].amount\".",
+    )
+    equals: Any = Field(
+        default=None, description="With `path`: every selected value must equal this."
+    )
+    exists: bool | None = Field(
+        default=None, description="With `path`: something is (true) or nothing is (false) selected."
+    )
+
+    @field_validator("expect")
+    @classmethod
+    def _not_empty(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and not value:
+            raise ValueError("must name at least one expected value (an empty match always passes)")
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _valid_path(cls, value: str | None) -> str | None:
+        if value is not None:
+            from jsonpath_ng.ext import parse
+
+            try:
+                parse(value)
+            except Exception as exc:  # jsonpath-ng raises several exception types
+                raise ValueError(f"invalid JSONPath: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_form(self) -> StateCheck:
+        if (self.expect is None) == (self.path is None):
+            raise ValueError("give exactly one of 'expect' or 'path'")
+        if self.path is not None and (self.exists is None) == (
+            "equals" not in self.model_fields_set
+        ):
+            raise ValueError("with 'path', give exactly one of 'equals' or 'exists'")
+        return self
+
+    def references(self) -> References:
+        if self.path is not None:
+            return References(state_paths={("path",): self.path})
+        return References(state_paths={("expect", key): f"$.{key}" for key in self.expect or {}})
+
+
+@register_check(StateCheck)
 def check_state(spec: StateCheck, transcript: Transcript, context: CheckContext) -> Finding:
     if spec.expect is not None:
         mismatches = partial_mismatches(spec.expect, transcript.final_state)

@@ -3,14 +3,45 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
+
+from pydantic import Field, model_validator
 
 from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Outcome
-from harness.specs.checks import TextCheck
+from harness.specs.checks import CheckBase
 from harness.transcript import Transcript
 
 
-@register_check("text")
+class TextCheck(CheckBase):
+    """The agent's text contains a phrase or matches a regular expression (or, negated, doesn't)."""
+
+    kind: Literal["text"]
+    contains: str | None = Field(default=None, description="Phrase to look for.")
+    regex: str | None = Field(default=None, description="Python regular expression to search for.")
+    ignore_case: bool = Field(default=True, description="Match without regard to case.")
+    negate: bool = Field(default=False, description="Pass when the text does NOT match.")
+    scope: Literal["any", "final"] = Field(
+        default="any", description="Search every assistant message, or only the final one."
+    )
+
+    @model_validator(mode="after")
+    def _one_criterion(self) -> TextCheck:
+        if (self.contains is None) == (self.regex is None):
+            raise ValueError("give exactly one of 'contains' or 'regex'")
+        if self.contains is not None and not self.contains.strip():
+            raise ValueError("'contains' is empty and would always match")
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"invalid regex: {exc}") from None
+            if re.fullmatch(self.regex, ""):
+                raise ValueError("'regex' matches the empty string and would always match")
+        return self
+
+
+@register_check(TextCheck)
 def check_text(
     spec: TextCheck, transcript: Transcript, context: CheckContext
 ) -> tuple[Outcome, str]:

@@ -2,14 +2,44 @@
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
 from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Outcome
 from harness.matching import partial_mismatches
-from harness.specs.checks import ToolCalledCheck
+from harness.specs.checks import CheckBase, References
 from harness.transcript import Transcript
 
 
-@register_check("tool_called")
+class ToolCalledCheck(CheckBase):
+    """The agent called a tool, optionally with given arguments, a bounded number of times."""
+
+    kind: Literal["tool_called"]
+    tool: str = Field(description="Name of the tool.")
+    args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Argument subset a call must contain to count; empty counts every call.",
+    )
+    min_count: int = Field(default=1, ge=0, description="Fewest matching calls that pass.")
+    max_count: int | None = Field(
+        default=None, ge=0, description="Most matching calls that pass; 0 means 'never called'."
+    )
+
+    @model_validator(mode="after")
+    def _can_fail(self) -> ToolCalledCheck:
+        if self.max_count is not None and self.max_count < self.min_count:
+            raise ValueError("max_count must be at least min_count")
+        if self.min_count == 0 and self.max_count is None:
+            raise ValueError("min_count 0 with no max_count can never fail; set max_count")
+        return self
+
+    def references(self) -> References:
+        return References(tools={("tool",): self.tool})
+
+
+@register_check(ToolCalledCheck)
 def check_tool_called(
     spec: ToolCalledCheck, transcript: Transcript, context: CheckContext
 ) -> tuple[Outcome, str]:

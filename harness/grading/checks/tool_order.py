@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
+
 from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Finding
-from harness.specs.checks import ToolOrderCheck
+from harness.specs.checks import CheckBase, References
 from harness.transcript import Transcript
 
 
-@register_check("tool_order")
+class ToolOrderCheck(CheckBase):
+    """The agent called these tools in this order (other calls may come between them)."""
+
+    kind: Literal["tool_order"]
+    tools: list[str] = Field(min_length=2, description="Tool names, in the order required.")
+
+    def references(self) -> References:
+        return References(tools={("tools", i): tool for i, tool in enumerate(self.tools)})
+
+
+@register_check(ToolOrderCheck)
 def check_tool_order(
     spec: ToolOrderCheck, transcript: Transcript, context: CheckContext
 ) -> Finding:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from harness.compare import Side, compare_sides, judge_pairs
+from harness.compare import compare_runs
 from harness.pipeline.nodes import NodeContext, NodeKind, register
 from harness.pipeline.types import Comparison, Graded
 from harness.specs.agent import ModelRef
@@ -25,11 +25,10 @@ class CompareParams(Spec):
 
 async def run(params: CompareParams, inputs: list[Any], ctx: NodeContext) -> Comparison:
     a, b = inputs
-    side_a, side_b = Side.load(ctx.store, a.run_id), Side.load(ctx.store, b.run_id)
-    result = compare_sides(side_a, side_b, b.cases)
+    judge = None
     if params.judge_model is not None:
         judge = ctx.runtime.model(params.judge_model, role="judge")
-        result["relative"] = await judge_pairs(ctx.store, side_a, side_b, b.cases, judge)
+    result = await compare_runs(ctx.store, a.run_id, b.run_id, b.cases, judge)
     return Comparison(a=a, b=b, result=result)
 
 

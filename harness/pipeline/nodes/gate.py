@@ -3,44 +3,29 @@ when two are given, otherwise the stored baseline of the variant's name, if any)
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
-from harness.gate import gate_run
+from harness.defaults import GATE_CONFIG
+from harness.gate import gate_run, load_gate_config
 from harness.pipeline.nodes import NodeContext, NodeKind, file_digest, register
 from harness.pipeline.types import GateDecision, Graded
 from harness.specs.base import Spec
-from harness.specs.gate import Gate
-from harness.specs.load import load_spec
 
 
 class GateParams(Spec):
     """Which thresholds apply."""
 
-    config: str = Field(default="ci/gate.yaml", description="The gate's thresholds file.")
-
-
-def load_gate(path: str) -> Gate:
-    spec = load_spec(Path(path)).spec
-    assert isinstance(spec, Gate)
-    return spec
+    config: str = Field(default=str(GATE_CONFIG), description="The gate's thresholds file.")
 
 
 async def run(params: GateParams, inputs: list[Any], ctx: NodeContext) -> GateDecision:
     *base, candidate = inputs
     baseline_run = base[0].run_id if base else ctx.store.baseline()
-    result = gate_run(
-        ctx.store, load_gate(params.config), candidate.run_id, baseline_run, candidate.cases
-    )
-    return GateDecision(
-        passed=result.passed,
-        reasons=result.reasons,
-        candidate=candidate,
-        baseline_run=baseline_run,
-        result={"details": result.details, "failing_tasks": result.failing_tasks},
-    )
+    config = load_gate_config(params.config)
+    result = gate_run(ctx.store, config, candidate.run_id, baseline_run, candidate.cases)
+    return GateDecision(candidate=candidate, result=result)
 
 
 def identity(params: GateParams, ctx: NodeContext) -> dict[str, Any]:
@@ -57,6 +42,6 @@ register(
         optional=1,
         identity=identity,
         files=("config",),
-        check=lambda params: load_gate(params.config),
+        check=lambda params: load_gate_config(params.config),
     )
 )

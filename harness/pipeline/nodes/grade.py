@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
+from harness.defaults import JUDGE_MODEL
 from harness.grading.checks import CheckContext
 from harness.grading.normative import grade
 from harness.pipeline.nodes import NodeContext, NodeKind, register
@@ -15,14 +16,12 @@ from harness.pipeline.types import Episodes, Graded, Run
 from harness.specs.agent import ModelRef
 from harness.specs.base import Spec
 
-DEFAULT_JUDGE = "local/smollm2"
-
 
 class GradeParams(Spec):
     """How episodes are graded."""
 
     judge_model: ModelRef = Field(
-        default_factory=lambda: ModelRef(id=DEFAULT_JUDGE),
+        default_factory=lambda: ModelRef(id=JUDGE_MODEL),
         description="Model of llm_judge checks that name none.",
     )
     concurrency: int = Field(default=8, ge=1, description="Episodes graded at once.")

@@ -12,8 +12,8 @@ from harness.pipeline.nodes import NodeContext, NodeKind, canonical, file_digest
 from harness.pipeline.types import Tasks
 from harness.sim.suite import TaskCase, load_suite
 from harness.specs.base import Spec
-from harness.specs.checks import PythonCheck
-from harness.specs.load import Location, Override, SpecError
+from harness.specs.located import Location, SpecError
+from harness.specs.overrides import Override
 
 
 class LoadTasksParams(Spec):
@@ -33,10 +33,11 @@ class LoadTasksParams(Spec):
 
 
 def content_hash(cases: list[TaskCase]) -> str:
-    """Everything that defines a task set: specs, personas, start states, checker files."""
+    """Everything that defines a task set: specs, personas, start states, and every file a
+    check references (checker code)."""
     digest = hashlib.sha256()
     for case in cases:
-        files = [c.file for c in case.task.checks if isinstance(c, PythonCheck) and c.file]
+        files = [file for c in case.task.checks for file in c.references().files.values()]
         digest.update(
             canonical(
                 [

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from harness.defaults import STATE_DIR
 from harness.pipeline.nodes import NodeContext, NodeKind, register
 from harness.pipeline.types import Comparison, GateDecision, Graded, WandbRun
 from harness.report.summary import run_figures
@@ -27,7 +28,9 @@ class LogWandbParams(Spec):
     mode: Literal["offline", "online", "disabled"] | None = Field(
         default=None, description="Default: $WANDB_MODE, else offline."
     )
-    dir: str = Field(default=".harness", description="Where the local run directory is written.")
+    dir: str = Field(
+        default=str(STATE_DIR), description="Where the local run directory is written."
+    )
 
 
 def metrics(store: Any, inputs: list[Any]) -> tuple[dict[str, Any], list[list[Any]]]:
@@ -36,8 +39,7 @@ def metrics(store: Any, inputs: list[Any]) -> tuple[dict[str, Any], list[list[An
     rows: list[list[Any]] = []
     for item in inputs:
         if isinstance(item, Graded):
-            levels = {case.task.id: case.task.level for case in item.cases}
-            figures = run_figures(store, item.run_id, levels)
+            figures = run_figures(store, item.run_id, item.levels)
             prefix = item.variant
             summary.update(
                 {
@@ -64,15 +66,15 @@ def metrics(store: Any, inputs: list[Any]) -> tuple[dict[str, Any], list[list[An
                 for line in figures.tasks
             ]
         elif isinstance(item, Comparison):
-            d = item.result["difference"]
             summary.update(
                 {
-                    "compare/difference": d["estimate"],
-                    "compare/mcnemar_p": item.result["mcnemar"]["p_value"],
+                    "compare/difference": item.result.difference.estimate,
+                    "compare/mcnemar_p": item.result.mcnemar.p_value,
                 }
             )
         elif isinstance(item, GateDecision):
-            summary.update({"gate/passed": int(item.passed), "gate/reasons": len(item.reasons)})
+            gate = item.result
+            summary.update({"gate/passed": int(gate.passed), "gate/reasons": len(gate.reasons)})
     return summary, rows
 
 

@@ -21,22 +21,17 @@ class ReportParams(Spec):
 
 
 async def run(params: ReportParams, inputs: list[Any], ctx: NodeContext) -> Report:
-    from harness.report.junit import write_junit
-    from harness.report.markdown import render_markdown
+    from harness.report.files import write_reports
 
     report = Report(
         runs=[i for i in inputs if isinstance(i, Graded)],
         comparisons=[i for i in inputs if isinstance(i, Comparison)],
         gates=[i for i in inputs if isinstance(i, GateDecision)],
     )
-    if params.markdown:
-        path = Path(params.markdown)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_markdown(ctx.store, report))
-        report.files.append(str(path))
-    if params.junit:
-        write_junit(ctx.store, report, Path(params.junit))
-        report.files.append(params.junit)
+    markdown = Path(params.markdown) if params.markdown else None
+    junit = Path(params.junit) if params.junit else None
+    written = write_reports(ctx.store, report.contents(), markdown, junit)
+    report.files += [str(path) for path in written]
     return report
 
 

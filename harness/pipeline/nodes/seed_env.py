@@ -13,7 +13,10 @@ from harness.pipeline.nodes import NodeContext, NodeKind, file_digest, register
 from harness.pipeline.types import Tasks
 from harness.sim.env import read_snapshot
 from harness.specs.base import Spec
-from harness.specs.load import Location, SpecError, deep_merge, read_json, validate
+from harness.specs.located import Location, SpecError
+from harness.specs.overrides import deep_merge
+from harness.specs.references import read_json
+from harness.specs.validation import validate
 
 
 class SeedEnvParams(Spec):

@@ -19,7 +19,8 @@ from harness.sim.agent import make_agent
 from harness.sim.episode import EpisodeSpec, episode_seed, run_episode
 from harness.sim.suite import TaskCase, check_variant
 from harness.specs.base import Spec
-from harness.specs.load import Override, load_agent
+from harness.specs.load import load_agent
+from harness.specs.overrides import Override
 from harness.traces.episodes import trace_view
 from harness.tracing import child_span
 

@@ -1,8 +1,4 @@
-"""Weave tracing for the harness: one small facade over a `WeaveClient`.
-
-With a W&B project the client is `weave.init(project)`; without one it writes to the offline
-SQLite store (`harness.trace_store`), so the same code path records and reads traces on a laptop
-and in CI. Importing this module does not import weave (about a second); opening a tracer does.
+"""Spans: the `Tracer` over a `WeaveClient`, and `child_span` nesting under the current span.
 
 Spans are weave calls whose parents are passed explicitly, never taken from weave's call stack,
 because episodes run concurrently in asyncio tasks.
@@ -18,13 +14,10 @@ saved and referenced as weave does.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import BaseModel
@@ -39,9 +32,6 @@ Span: TypeAlias = "Call"
 """A started span: a weave `Call`. Set `span.output` inside `Tracer.span` to record an output."""
 
 MAX_PENDING_WRITES = 500
-LOCAL_ENTITY = "local"
-LOCAL_PROJECT = "harness"
-DEFAULT_STORE = Path(".harness/traces.db")
 
 
 class Tracer:
@@ -159,7 +149,7 @@ class Tracer:
             return
         from weave.trace.context import weave_client_context
 
-        from harness.trace_store import LocalTraceServer
+        from harness.tracing.local_server import LocalTraceServer
 
         self.client.flush()
         if weave_client_context.get_weave_client() is self.client:
@@ -220,68 +210,3 @@ def child_span(
         if token is not None:
             _CURRENT.reset(token)
     current.tracer.end(span, result.output, exception=result.error)
-
-
-def open_tracer(project: str | None = None, store: Path = DEFAULT_STORE) -> Tracer:
-    """A tracer on the W&B project `entity/project` (online, needs `WANDB_API_KEY`), or with
-    `project=None` on the local SQLite store at `store`."""
-    _quiet_environment()
-    if project is None:
-        return Tracer(open_local_client(store))
-    import weave
-    from weave.wandb_interface.context import get_wandb_auth_context
-
-    if get_wandb_auth_context() is None:  # weave.init would prompt for a login and wait
-        raise RuntimeError(
-            f"tracing to {project} needs W&B credentials: set WANDB_API_KEY or run `wandb login`"
-        )
-    client = weave.init(project)
-    _fast_op_check()
-    return Tracer(client)
-
-
-def open_local_client(store: Path = DEFAULT_STORE) -> WeaveClient:
-    """A weave client on the local store, made weave's global client (which feedback and ref
-    reads need); also for reading traces back."""
-    _quiet_environment()
-    # A call link would point at wandb.ai, where local traces are not.
-    os.environ.setdefault("WEAVE_PRINT_CALL_LINK", "false")
-    from weave.trace.context import weave_client_context
-    from weave.trace.weave_client import WeaveClient
-
-    _fast_op_check()
-
-    from harness.trace_store import LocalTraceServer
-
-    store.parent.mkdir(parents=True, exist_ok=True)
-    client = WeaveClient(
-        LOCAL_ENTITY, LOCAL_PROJECT, LocalTraceServer(store), ensure_project_exists=False
-    )
-    # weave keeps the first global client it is given; replace it explicitly.
-    weave_client_context.set_weave_client_global(None)
-    weave_client_context.set_weave_client_global(client)
-    return client
-
-
-def _fast_op_check() -> None:
-    """weave 0.54 asks `isinstance(value, Op)` of every value it records, a runtime-protocol
-    check that costs tens of microseconds on Python 3.11 (3.12 caches it); plain data, which is
-    never an op, is answered at once. Tracing a run costs about a third less."""
-    import weave.trace.weave_client as weave_client
-
-    original = weave_client.is_op
-    if sys.version_info >= (3, 12) or getattr(original, "plain_data_first", False):
-        return
-    plain = {str, int, float, bool, type(None), dict, list, tuple}
-
-    def is_op(value: Any) -> bool:
-        return type(value) not in plain and original(value)
-
-    is_op.plain_data_first = True  # type: ignore[attr-defined]
-    weave_client.is_op = is_op
-
-
-def _quiet_environment() -> None:
-    """Before weave is imported: no error reports to Sentry, and wandb does not start weave."""
-    os.environ.setdefault("WANDB_ERROR_REPORTING", "false")
-    os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")

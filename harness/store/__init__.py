@@ -18,78 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.defaults import RESULTS_STORE
 from harness.grading.result import Verdict
 from harness.secrets import redact
+from harness.store.schema import open_results
 from harness.transcript import Transcript, Usage
-
-DEFAULT_STORE = Path(".harness/results.db")
-SCHEMA_VERSION = 2
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS pipelines (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    status TEXT NOT NULL,
-    config TEXT NOT NULL,
-    nodes TEXT NOT NULL DEFAULT '{}'
-);
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    created_at TEXT NOT NULL,
-    variant TEXT NOT NULL,
-    variant_hash TEXT NOT NULL,
-    config TEXT NOT NULL,
-    status TEXT NOT NULL,
-    node_key TEXT,
-    pipeline_id TEXT
-);
-CREATE INDEX IF NOT EXISTS runs_by_key ON runs(node_key);
-CREATE TABLE IF NOT EXISTS episodes (
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    task_id TEXT NOT NULL,
-    trial INTEGER NOT NULL,
-    end_reason TEXT NOT NULL,
-    turns INTEGER NOT NULL,
-    transcript TEXT NOT NULL,
-    usage TEXT NOT NULL,
-    trace_id TEXT,
-    call_id TEXT,
-    PRIMARY KEY (run_id, task_id, trial)
-);
-CREATE TABLE IF NOT EXISTS verdicts (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    task_id TEXT NOT NULL,
-    trial INTEGER NOT NULL,
-    outcome TEXT NOT NULL,
-    score REAL NOT NULL,
-    graded_at TEXT NOT NULL,
-    verdict TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS verdicts_by_run ON verdicts(run_id, task_id, trial);
-CREATE TABLE IF NOT EXISTS baselines (
-    name TEXT PRIMARY KEY,
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    set_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS gate_history (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    at TEXT NOT NULL,
-    candidate_run TEXT NOT NULL,
-    baseline_run TEXT,
-    variant TEXT NOT NULL,
-    passed INTEGER NOT NULL,
-    pass_rate REAL NOT NULL,
-    reasons TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS node_outputs (
-    key TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    output TEXT NOT NULL,
-    pipeline_id TEXT NOT NULL,
-    finished_at TEXT NOT NULL
-);
-"""
 
 
 def _now() -> str:
@@ -144,22 +77,9 @@ class PipelineInfo:
 class Store:
     """A results file. Safe to open from several processes (SQLite WAL)."""
 
-    def __init__(self, path: Path = DEFAULT_STORE):
+    def __init__(self, path: Path = RESULTS_STORE):
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        version = self.db.execute("PRAGMA user_version").fetchone()[0]
-        if version not in (0, SCHEMA_VERSION):
-            self.db.close()
-            raise RuntimeError(
-                f"{path}: results store of an older harness (version {version}, this one reads "
-                f"{SCHEMA_VERSION}); move it aside or pass another --store"
-            )
-        self.db.executescript(SCHEMA)
-        self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        self.db.commit()
+        self.db = open_results(path)
 
     def close(self) -> None:
         self.db.close()
@@ -197,12 +117,13 @@ class Store:
     def node_output(self, key: str) -> str | None:
         """The stored output of a finished node with this key (its cache entry)."""
         row = self.db.execute("SELECT output FROM node_outputs WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
+        return row["output"] if row else None
 
     def put_node_output(self, key: str, kind: str, output: str, pipeline_id: str) -> None:
         with self.db:
             self.db.execute(
-                "INSERT OR REPLACE INTO node_outputs VALUES (?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO node_outputs (key, kind, output, pipeline_id, finished_at)"
+                " VALUES (?, ?, ?, ?, ?)",
                 (key, kind, redact(output), pipeline_id, _now()),
             )
 
@@ -220,7 +141,8 @@ class Store:
         run_id = new_id()
         with self.db:
             self.db.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs (id, created_at, variant, variant_hash, config, status,"
+                " node_key, pipeline_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     _now(),
@@ -250,22 +172,23 @@ class Store:
 
     def run(self, run_id: str) -> RunInfo | None:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return RunInfo(*row[:4], json.loads(row[4]), *row[5:]) if row else None
+        return _run(row) if row else None
 
     def run_for_key(self, node_key: str) -> RunInfo | None:
         """The newest run a node with this key started, finished or not (to resume it)."""
         row = self.db.execute(
-            "SELECT id FROM runs WHERE node_key = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+            "SELECT * FROM runs WHERE node_key = ? ORDER BY created_at DESC, id DESC LIMIT 1",
             (node_key,),
         ).fetchone()
-        return self.run(row[0]) if row else None
+        return _run(row) if row else None
 
     def runs(self, pipeline_id: str | None = None) -> list[RunInfo]:
-        query = "SELECT id FROM runs" + (" WHERE pipeline_id = ?" if pipeline_id else "")
+        """Every run, or a pipeline's runs, oldest first."""
+        query = "SELECT * FROM runs" + (" WHERE pipeline_id = ?" if pipeline_id else "")
         rows = self.db.execute(
             query + " ORDER BY created_at, id", (pipeline_id,) if pipeline_id else ()
         )
-        return [info for (run_id,) in rows.fetchall() if (info := self.run(run_id))]
+        return [_run(row) for row in rows]
 
     def add_episode(
         self,
@@ -282,7 +205,8 @@ class Store:
         }
         with self.db:
             self.db.execute(
-                "INSERT INTO episodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO episodes (run_id, task_id, trial, end_reason, turns, transcript,"
+                " usage, trace_id, call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     transcript.task_id,
@@ -299,7 +223,7 @@ class Store:
     def episode_keys(self, run_id: str) -> set[tuple[str, int]]:
         """(task id, trial) of every stored episode of a run."""
         rows = self.db.execute("SELECT task_id, trial FROM episodes WHERE run_id = ?", (run_id,))
-        return {(task_id, trial) for task_id, trial in rows}
+        return {(row["task_id"], row["trial"]) for row in rows}
 
     def episode_rows(self, run_id: str) -> Iterator[EpisodeRow]:
         """Each episode's outcome without its transcript (cheap, for summaries), with its
@@ -312,17 +236,17 @@ class Store:
             " WHERE e.run_id = ? ORDER BY e.task_id, e.trial",
             (run_id,),
         )
-        for task_id, trial, end_reason, turns, usage, verdict in rows:
-            spent = json.loads(usage)
+        for row in rows:
+            spent = json.loads(row["usage"])
             yield EpisodeRow(
-                task_id,
-                trial,
-                end_reason,
-                turns,
-                Usage(**spent["agent"]),
-                Usage(**spent["user"]),
-                spent["duration_s"],
-                Verdict.model_validate_json(verdict) if verdict else None,
+                task_id=row["task_id"],
+                trial=row["trial"],
+                end_reason=row["end_reason"],
+                turns=row["turns"],
+                usage=Usage(**spent["agent"]),
+                user_usage=Usage(**spent["user"]),
+                duration_s=spent["duration_s"],
+                verdict=Verdict.model_validate_json(row["verdict"]) if row["verdict"] else None,
             )
 
     def transcripts(self, run_id: str) -> Iterator[tuple[Transcript, str | None, str | None]]:
@@ -332,8 +256,8 @@ class Store:
             " ORDER BY task_id, trial",
             (run_id,),
         )
-        for text, trace_id, call_id in rows:
-            yield Transcript.model_validate_json(text), trace_id, call_id
+        for row in rows:
+            yield Transcript.model_validate_json(row["transcript"]), row["trace_id"], row["call_id"]
 
     # ------------------------------------------------------------ baseline and gate history
 
@@ -341,12 +265,13 @@ class Store:
         """Make a run the baseline that gates compare candidates with."""
         with self.db:
             self.db.execute(
-                "INSERT OR REPLACE INTO baselines VALUES (?, ?, ?)", (name, run_id, _now())
+                "INSERT OR REPLACE INTO baselines (name, run_id, set_at) VALUES (?, ?, ?)",
+                (name, run_id, _now()),
             )
 
     def baseline(self, name: str = "default") -> str | None:
         row = self.db.execute("SELECT run_id FROM baselines WHERE name = ?", (name,)).fetchone()
-        return row[0] if row else None
+        return row["run_id"] if row else None
 
     def add_gate_result(
         self,
@@ -377,8 +302,7 @@ class Store:
             "SELECT at, candidate_run, baseline_run, variant, passed, pass_rate, reasons"
             " FROM gate_history ORDER BY id"
         )
-        names = ("at", "candidate_run", "baseline_run", "variant", "passed", "pass_rate", "reasons")
-        return [dict(zip(names, row, strict=True)) for row in rows]
+        return [dict(row) for row in rows]
 
     # ------------------------------------------------------------ verdicts
 
@@ -407,9 +331,29 @@ class Store:
             " AND w.task_id = v.task_id AND w.trial = v.trial) ORDER BY task_id, trial",
             (run_id,),
         )
-        for (text,) in rows:
-            yield Verdict.model_validate_json(text)
+        for row in rows:
+            yield Verdict.model_validate_json(row["verdict"])
 
 
-def _pipeline(row: tuple[Any, ...]) -> PipelineInfo:
-    return PipelineInfo(row[0], row[1], row[2], row[3], json.loads(row[4]), json.loads(row[5]))
+def _run(row: sqlite3.Row) -> RunInfo:
+    return RunInfo(
+        id=row["id"],
+        created_at=row["created_at"],
+        variant=row["variant"],
+        variant_hash=row["variant_hash"],
+        config=json.loads(row["config"]),
+        status=row["status"],
+        node_key=row["node_key"],
+        pipeline_id=row["pipeline_id"],
+    )
+
+
+def _pipeline(row: sqlite3.Row) -> PipelineInfo:
+    return PipelineInfo(
+        id=row["id"],
+        name=row["name"],
+        created_at=row["created_at"],
+        status=row["status"],
+        config=json.loads(row["config"]),
+        nodes=json.loads(row["nodes"]),
+    )

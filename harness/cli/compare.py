@@ -1,0 +1,95 @@
+"""`harness compare`: variant B against variant A, played now or from two stored runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness import defaults
+from harness.cli._common import (
+    CacheOpt,
+    NoCacheOpt,
+    StoreOpt,
+    announce,
+    parse_model_option,
+    print_outcome,
+    user_errors,
+)
+
+
+def compare(
+    runs: Annotated[
+        list[str] | None, typer.Argument(help="Two stored runs RUN_A RUN_B (instead of --a/--b).")
+    ] = None,
+    a: Annotated[Path | None, typer.Option("--a", help="Variant A (the baseline side).")] = None,
+    b: Annotated[Path | None, typer.Option("--b", help="Variant B (the candidate side).")] = None,
+    tasks: Annotated[
+        list[Path] | None, typer.Option("--tasks", help="Task files or folders.")
+    ] = None,
+    personas: Annotated[Path | None, typer.Option(help="Personas folder.")] = None,
+    trials: Annotated[int, typer.Option(min=1, help="Episodes per task and variant.")] = 1,
+    concurrency: Annotated[int, typer.Option(min=1, help="Episodes run at once.")] = 8,
+    judge_model: Annotated[
+        str, typer.Option(help="Judge of llm_judge checks and of the relative comparison.")
+    ] = defaults.JUDGE_MODEL,
+    no_relative: Annotated[
+        bool, typer.Option("--no-relative", help="Skip the pairwise relative judge.")
+    ] = False,
+    markdown: Annotated[Path | None, typer.Option(help="Also write a Markdown summary.")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="NODE.PARAM=VALUE, or agent./task./persona.FIELD=VALUE "
+            "(agent applies to both variants).",
+        ),
+    ] = None,
+    store: StoreOpt = defaults.RESULTS_STORE,
+    cache: CacheOpt = defaults.RESPONSE_CACHE,
+    no_cache: NoCacheOpt = False,
+    no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,
+) -> None:
+    """Is variant B better than A? Paired statistics on the same tasks, personas and seeds.
+
+    Pass rates with intervals, their paired difference (bootstrap) and exact McNemar test,
+    pass^k, the relative judge's win rate, breakdowns per level and tag, cost/latency/turn
+    deltas and the tasks that flipped. Either plays both variants, or compares two stored runs."""
+    from rich.console import Console
+
+    from harness.cli.templates import COMPARE_SHORTCUTS, compare_dag
+    from harness.pipeline.runner import RunOptions, run_pipeline, with_overrides
+    from harness.pipeline.stored import compare_stored
+    from harness.report.terminal import print_comparison
+    from harness.specs.located import Location, SpecError
+
+    options = RunOptions(
+        store=store,
+        cache=None if no_cache else cache,
+        traces=None if no_traces else defaults.TRACE_STORE,
+        on_start=announce,
+    )
+    with user_errors():
+        judge = parse_model_option("--judge-model", judge_model)
+    if runs:
+        with user_errors():
+            if len(runs) != 2 or a or b or tasks:
+                raise SpecError.at(
+                    Location("compare"), "", "give two stored runs, or --a, --b and --tasks"
+                )
+            relative = None if no_relative else judge
+            done = compare_stored(options, runs[0], runs[1], relative, markdown)
+        print_comparison(done.result, Console())
+        for file in done.files:
+            typer.echo(f"wrote {file}")
+        return
+    with user_errors():
+        if not (a and b and tasks):
+            raise SpecError.at(Location("compare"), "", "--a, --b and --tasks go together")
+        data = compare_dag(tasks, a, b, personas, trials, concurrency, judge, not no_relative)
+        if markdown:
+            data["nodes"]["report"]["with"] = {"markdown": str(markdown)}
+        data = with_overrides(data, {}, set_ or [], COMPARE_SHORTCUTS)
+        outcome = run_pipeline(data, {}, Path("compare"), options)
+    raise typer.Exit(print_outcome(outcome, store))

@@ -1,0 +1,122 @@
+"""`harness gate`, `harness baseline` and `harness history`: the CI regression gate, the run it
+compares with, and the trend of its decisions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness import defaults
+from harness.cli._common import StoreOpt, fail, user_errors
+
+baseline_app = typer.Typer(help="The run that gates compare candidates with.", no_args_is_help=True)
+
+
+def gate(
+    config: Annotated[Path, typer.Option(help="The gate's thresholds.")] = defaults.GATE_CONFIG,
+    candidate: Annotated[
+        str | None, typer.Option(help="The run to judge (default: the newest run).")
+    ] = None,
+    baseline: Annotated[
+        str | None, typer.Option(help="The run to compare with (default: the stored baseline).")
+    ] = None,
+    junit: Annotated[Path | None, typer.Option(help="JUnit XML (default: the config's).")] = None,
+    markdown: Annotated[
+        Path | None, typer.Option(help="Markdown summary (default: the config's).")
+    ] = None,
+    store: StoreOpt = defaults.RESULTS_STORE,
+) -> None:
+    """The CI regression gate: may the candidate run replace the baseline?
+
+    Exit 0 when it may; 1 naming every rule it breaks (level floors, a significant drop, a
+    regression-suite task now failing every trial, cost and latency budgets); 2 on a bad config
+    or missing runs. Writes JUnit XML and a Markdown summary."""
+    from rich.console import Console
+
+    from harness.pipeline.stored import gate_stored
+    from harness.report.terminal import print_gate
+
+    with user_errors():
+        done = gate_stored(store, config, candidate, baseline, junit, markdown)
+    result, console = done.result, Console()
+    if result.baseline_run is None:
+        console.print(
+            "[yellow]no baseline: only level floors and budgets apply "
+            "(harness baseline set RUN_ID)[/yellow]"
+        )
+    console.print(
+        f"candidate {result.candidate_run} ({result.candidate_variant}) against baseline "
+        f"{result.baseline_run or 'none'}"
+    )
+    print_gate(result, console)
+    for file in done.files:
+        console.print(f"wrote {file}")
+    raise typer.Exit(0 if result.passed else 1)
+
+
+@baseline_app.command("set")
+def baseline_set(
+    run_id: Annotated[str, typer.Argument(help="The run that production stands on.")],
+    store: StoreOpt = defaults.RESULTS_STORE,
+) -> None:
+    """Make a stored run the baseline of `harness gate`."""
+    from harness.store import Store
+
+    results = Store(store) if store.is_file() else None
+    info = results.run(run_id) if results else None
+    if results is None or info is None:
+        fail(f"{store}: no run {run_id!r}")
+    results.set_baseline(run_id)
+    results.close()
+    typer.echo(f"baseline: {run_id} ({info.variant} {info.variant_hash})")
+
+
+@baseline_app.command("show")
+def baseline_show(store: StoreOpt = defaults.RESULTS_STORE) -> None:
+    """Show the baseline run and its pass rate."""
+    from harness.report.summary import run_figures
+    from harness.store import Store
+
+    results = Store(store) if store.is_file() else None
+    run_id = results.baseline() if results else None
+    if results is None or run_id is None:
+        fail(f"{store}: no baseline set (harness baseline set RUN_ID)")
+    figures = run_figures(results, run_id)
+    results.close()
+    typer.echo(
+        f"baseline: {run_id} ({figures.variant} {figures.variant_hash}), pass rate "
+        f"{figures.rate:.1%} ({figures.passed}/{figures.graded}, 95% Wilson CI "
+        f"{figures.low:.1%}-{figures.high:.1%})"
+    )
+
+
+def history(store: StoreOpt = defaults.RESULTS_STORE) -> None:
+    """The pass-rate trend of gated runs, per variant and per week."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from harness.gate import gate_trend
+    from harness.store import Store
+
+    if not store.is_file():
+        fail(f"{store}: no results store")
+    results = Store(store)
+    trend = gate_trend(results)
+    results.close()
+    table = Table(title="Gate history: pass rate per variant and week", title_justify="left")
+    columns = ("variant", "week", "gate runs", "passed", "failed", "pass rate", "first -> last")
+    for column in columns:
+        table.add_column(column)
+    for week in trend:
+        table.add_row(
+            week.variant,
+            week.week,
+            str(week.decisions),
+            str(week.passed),
+            str(week.decisions - week.passed),
+            f"{week.mean_rate:.1%}",
+            f"{week.first_rate:.1%} -> {week.last_rate:.1%}",
+        )
+    Console().print(table)

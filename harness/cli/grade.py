@@ -1,0 +1,54 @@
+"""`harness grade RUN_ID`: re-score a stored run with the tasks' current checks."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from harness import defaults
+from harness.cli._common import (
+    CacheOpt,
+    NoCacheOpt,
+    PricesOpt,
+    RetriesOpt,
+    StoreOpt,
+    TimeoutOpt,
+    parse_model_option,
+    user_errors,
+)
+
+
+def grade(
+    run_id: Annotated[str, typer.Argument(help="The stored run to re-score.")],
+    store: StoreOpt = defaults.RESULTS_STORE,
+    judge_model: Annotated[
+        str | None, typer.Option(help="Judge model (default: the one the run was graded with).")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Episodes graded at once.")] = 8,
+    cache: CacheOpt = defaults.RESPONSE_CACHE,
+    no_cache: NoCacheOpt = False,
+    prices: PricesOpt = None,
+    timeout: TimeoutOpt = 60.0,
+    retries: RetriesOpt = 4,
+) -> None:
+    """Re-score a stored run with the tasks' current checks, without simulating again.
+
+    The new verdicts are stored beside the old ones."""
+    from rich.console import Console
+
+    from harness.pipeline.runner import RunOptions
+    from harness.pipeline.stored import regrade
+    from harness.report.terminal import print_run
+
+    options = RunOptions(
+        store=store,
+        cache=None if no_cache else cache,
+        prices=prices,
+        timeout_s=timeout,
+        retries=retries,
+    )
+    with user_errors():
+        judge = parse_model_option("--judge-model", judge_model) if judge_model else None
+        figures = regrade(options, run_id, judge, concurrency)
+    print_run(figures, Console())

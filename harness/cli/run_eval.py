@@ -1,0 +1,119 @@
+"""`harness run-eval`: run a pipeline from a DAG file, from flags, or resume one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness import defaults
+from harness.cli._common import (
+    CacheOpt,
+    NoCacheOpt,
+    PricesOpt,
+    RetriesOpt,
+    StoreOpt,
+    TimeoutOpt,
+    announce,
+    parse_model_option,
+    print_outcome,
+    user_errors,
+)
+
+
+def run_eval(
+    dag: Annotated[
+        Path | None, typer.Argument(help="A DAG file (instead of --tasks/--agent).")
+    ] = None,
+    tasks: Annotated[
+        list[Path] | None, typer.Option("--tasks", help="Task files or folders.")
+    ] = None,
+    agent: Annotated[Path | None, typer.Option("--agent", help="Agent variant file.")] = None,
+    personas: Annotated[
+        Path | None, typer.Option(help="Personas folder (default: nearest personas/ folder).")
+    ] = None,
+    trials: Annotated[int, typer.Option(min=1, help="Episodes per task.")] = 1,
+    concurrency: Annotated[int, typer.Option(min=1, help="Episodes run at once.")] = 8,
+    judge_model: Annotated[
+        str,
+        typer.Option(
+            help="Model of llm_judge checks: an id, or a mapping like "
+            "'{id: openai/gpt-4.1-mini, base_url: ...}'."
+        ),
+    ] = defaults.JUDGE_MODEL,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Override a node parameter NODE.PARAM=VALUE; with --tasks/"
+            "--agent also agent.PATH=, task.PATH=, persona.PATH=VALUE.",
+        ),
+    ] = None,
+    resume: Annotated[
+        str | None, typer.Option(help="Finish an interrupted pipeline execution (its id).")
+    ] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Reuse no cached node.")] = False,
+    store: StoreOpt = defaults.RESULTS_STORE,
+    cache: CacheOpt = defaults.RESPONSE_CACHE,
+    no_cache: NoCacheOpt = False,
+    prices: PricesOpt = None,
+    timeout: TimeoutOpt = 60.0,
+    retries: RetriesOpt = 4,
+    weave_project: Annotated[
+        str | None, typer.Option(help="Trace to this W&B project (entity/project), online.")
+    ] = None,
+    traces: Annotated[Path, typer.Option(help="Local trace store, when not tracing online.")] = (
+        defaults.TRACE_STORE
+    ),
+    no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,
+) -> None:
+    """Run an eval pipeline: a DAG file, or the default one from --tasks and --agent.
+
+    The default pipeline is load tasks -> simulate -> grade -> report (and a W&B run). Unchanged
+    nodes are reused; exit 1 if a gate fails."""
+    from harness.cli.templates import RUN_EVAL_SHORTCUTS, flags_dag
+    from harness.pipeline.runner import (
+        RunOptions,
+        preflight,
+        read_dag,
+        run_pipeline,
+        stored_pipeline,
+        with_overrides,
+    )
+    from harness.specs.located import Location, SpecError
+
+    options = RunOptions(
+        store=store,
+        cache=None if no_cache else cache,
+        prices=prices,
+        timeout_s=timeout,
+        retries=retries,
+        weave_project=weave_project,
+        traces=None if no_traces else traces,
+        fresh=fresh,
+        on_start=announce,
+    )
+    forms = {"a DAG file": dag, "--tasks/--agent": tasks or agent, "--resume": resume}
+    with user_errors():
+        if len([form for form, given in forms.items() if given]) != 1:
+            raise SpecError.at(
+                Location("run-eval"),
+                "",
+                "give exactly one of a DAG file, --tasks with --agent, or --resume",
+            )
+        if resume:
+            data, positions, source = stored_pipeline(store, resume)
+        elif dag is not None:
+            data, positions = read_dag(dag)
+            data, source = with_overrides(data, positions, set_ or []), dag
+        else:
+            if not tasks or agent is None:
+                raise SpecError.at(Location("run-eval"), "", "--tasks and --agent go together")
+            judge = parse_model_option("--judge-model", judge_model)
+            data = flags_dag(tasks, agent, personas, trials, concurrency, judge)
+            positions, source = {}, Path("run-eval")
+            data = with_overrides(data, positions, set_ or [], RUN_EVAL_SHORTCUTS)
+            preflight(data, "tasks", "simulate")
+        outcome = run_pipeline(data, positions, source, options, resume or "")
+    raise typer.Exit(print_outcome(outcome, store))

@@ -1,0 +1,85 @@
+"""The pipelines that the flag forms of `run-eval` and `compare` stand for, and the `--set`
+shortcuts (`agent.`, `task.`, `persona.`) those forms accept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+# scope -> the (node, parameter) lists that collect `scope.PATH=VALUE` overrides
+RUN_EVAL_SHORTCUTS: dict[str, list[tuple[str, str]]] = {
+    "agent": [("simulate", "set")],
+    "task": [("tasks", "set")],
+    "persona": [("tasks", "persona_set")],
+}
+COMPARE_SHORTCUTS = {**RUN_EVAL_SHORTCUTS, "agent": [("a", "set"), ("b", "set")]}
+
+
+def _load(tasks: list[Path], personas: Path | None) -> dict[str, Any]:
+    load: dict[str, Any] = {"paths": [str(p) for p in tasks]}
+    if personas is not None:
+        load["personas"] = str(personas)
+    return {"uses": "load_tasks", "with": load}
+
+
+def _simulate(agent: Path, trials: int, concurrency: int) -> dict[str, Any]:
+    return {
+        "uses": "simulate",
+        "needs": ["tasks"],
+        "with": {"agent": str(agent), "trials": trials, "concurrency": concurrency},
+    }
+
+
+def _grade(need: str, judge_model: Any, concurrency: int) -> dict[str, Any]:
+    return {
+        "uses": "grade",
+        "needs": [need],
+        "with": {"judge_model": judge_model, "concurrency": concurrency},
+    }
+
+
+def flags_dag(
+    tasks: list[Path],
+    agent: Path,
+    personas: Path | None,
+    trials: int,
+    concurrency: int,
+    judge_model: Any,
+) -> dict[str, Any]:
+    """The pipeline `run-eval --tasks ... --agent ...` stands for."""
+    return {
+        "kind": "dag",
+        "name": "run-eval",
+        "nodes": {
+            "tasks": _load(tasks, personas),
+            "simulate": _simulate(agent, trials, concurrency),
+            "grade": _grade("simulate", judge_model, concurrency),
+            "report": {"uses": "report", "needs": ["grade"]},
+            "wandb": {"uses": "log_wandb", "needs": ["grade"]},
+        },
+    }
+
+
+def compare_dag(
+    tasks: list[Path],
+    a: Path,
+    b: Path,
+    personas: Path | None,
+    trials: int,
+    concurrency: int,
+    judge_model: Any,
+    relative: bool,
+) -> dict[str, Any]:
+    """The pipeline `compare --a ... --b ...` stands for: both variants on the same tasks (and
+    so the same personas and seeds), graded, compared, reported."""
+    nodes: dict[str, Any] = {"tasks": _load(tasks, personas)}
+    for side, agent in (("a", a), ("b", b)):
+        nodes[side] = _simulate(agent, trials, concurrency)
+        nodes[f"grade_{side}"] = _grade(side, judge_model, concurrency)
+    nodes["compare"] = {
+        "uses": "compare",
+        "needs": ["grade_a", "grade_b"],
+        "with": {"judge_model": judge_model} if relative else {},
+    }
+    nodes["report"] = {"uses": "report", "needs": ["compare"]}
+    return {"kind": "dag", "name": "compare", "nodes": nodes}

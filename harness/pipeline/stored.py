@@ -1,0 +1,170 @@
+"""Work on runs already in the results store, without simulating: re-grade, compare, gate.
+Each calls the same function as its pipeline node, so a command and a node never disagree."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from harness.compare import ComparisonResult, compare_runs
+from harness.defaults import JUDGE_MODEL
+from harness.gate import GateResult, gate_run, load_gate_config
+from harness.pipeline.nodes import NodeContext
+from harness.pipeline.nodes.grade import grade_run
+from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
+from harness.pipeline.progress import Board
+from harness.pipeline.runner import RunOptions, model_runtime
+from harness.pipeline.types import Run, Tasks, levels_of
+from harness.report.contents import ReportContents, ReportedRun
+from harness.report.files import write_reports
+from harness.report.summary import RunFigures, run_figures
+from harness.specs.agent import ModelRef
+from harness.specs.located import Location, SpecError
+from harness.store import RunInfo, Store
+from harness.tracing import NO_TRACER
+
+if TYPE_CHECKING:
+    from harness.models import ModelRuntime
+
+T = TypeVar("T")
+
+
+@dataclass
+class StoredComparison:
+    """Two stored runs compared, and the report files written."""
+
+    result: ComparisonResult
+    files: list[Path]
+
+
+@dataclass
+class StoredGate:
+    """The gate's decision on a stored run, and the report files written."""
+
+    result: GateResult
+    files: list[Path]
+
+
+def open_store(path: Path, missing: str) -> Store:
+    """The results store at `path`; when there is none, an error saying `missing`."""
+    if not path.is_file():
+        raise SpecError.at(Location(str(path)), "", missing)
+    return Store(path)
+
+
+def stored_run(store: Store, run_id: str) -> RunInfo:
+    """A stored run's header; an error naming the run when the store has none such."""
+    info = store.run(run_id)
+    if info is None:
+        raise SpecError.at(Location(str(store.path)), "", f"no run {run_id!r} in the store")
+    return info
+
+
+def stored_tasks(info: RunInfo) -> Tasks:
+    """The task set a stored run played, loaded again from its recorded parameters (so with
+    the tasks' current checks)."""
+    return load_task_set(LoadTasksParams.model_validate(info.config["tasks"]))
+
+
+def _with_runtime(options: RunOptions, work: Callable[[ModelRuntime], Awaitable[T]]) -> T:
+    """Run `work` with a model runtime made from the options, and close the runtime after."""
+    runtime = model_runtime(options)
+
+    async def main() -> T:
+        try:
+            return await work(runtime)
+        finally:
+            await runtime.aclose()
+
+    try:
+        return asyncio.run(main())
+    finally:
+        runtime.close()
+
+
+def regrade(
+    options: RunOptions, run_id: str, judge: dict[str, Any] | None, concurrency: int
+) -> RunFigures:
+    """Re-score a stored run with its tasks' current checks, as the `grade` node does; the new
+    verdicts are stored beside the old ones. The judge defaults to the one the run was graded
+    with."""
+    store = open_store(options.store, f"no run {run_id!r} in the store")
+    try:
+        info = stored_run(store, run_id)
+        task_set = stored_tasks(info)
+        judge_ref = ModelRef.model_validate(judge or info.config.get("judge_model") or JUDGE_MODEL)
+        run = Run(
+            run_id=run_id,
+            variant=info.variant,
+            variant_hash=info.variant_hash,
+            episodes=len(store.episode_keys(run_id)),
+        ).with_cases(task_set.cases)
+
+        async def grade(runtime: ModelRuntime) -> None:
+            with Board(enabled=options.progress) as board:
+                ctx = NodeContext(store, runtime, NO_TRACER, board, "", "grade")
+                await grade_run(run, judge_ref, concurrency, ctx)
+
+        _with_runtime(options, grade)
+        return run_figures(store, run_id, run.levels)
+    finally:
+        store.close()
+
+
+def compare_stored(
+    options: RunOptions, run_a: str, run_b: str, judge: dict[str, Any] | None, markdown: Path | None
+) -> StoredComparison:
+    """Compare two stored runs on the tasks the first one played, as the `compare` node does;
+    with a judge model, the relative judge too. Writes the Markdown summary when asked."""
+    store = open_store(options.store, "no results store")
+    try:
+        cases = stored_tasks(stored_run(store, run_a)).cases
+        if judge is None:
+            result = asyncio.run(compare_runs(store, run_a, run_b, cases))
+        else:
+            result = _with_runtime(
+                options,
+                lambda runtime: compare_runs(
+                    store, run_a, run_b, cases, runtime.model(judge, role="judge")
+                ),
+            )
+        files = write_reports(store, ReportContents(comparisons=[result]), markdown, None)
+    finally:
+        store.close()
+    return StoredComparison(result, files)
+
+
+def gate_stored(
+    store_path: Path,
+    config_path: Path,
+    candidate: str | None,
+    baseline: str | None,
+    junit: Path | None,
+    markdown: Path | None,
+) -> StoredGate:
+    """The gate on stored runs, as the `gate` node decides it: the candidate (default: the
+    newest run but the baseline) against the baseline (default: the stored one). The decision
+    joins the gate history; the report files go where asked, else where the config says."""
+    config = load_gate_config(config_path)
+    store = open_store(store_path, "no results store (run an eval first)")
+    try:
+        baseline = baseline or store.baseline()
+        if candidate is None:
+            candidates = [r.id for r in store.runs() if r.id != baseline]
+            if not candidates:
+                raise SpecError.at(Location(str(store_path)), "", "no candidate run in the store")
+            candidate = candidates[-1]
+        for run_id in filter(None, (candidate, baseline)):
+            stored_run(store, run_id)
+        cases = stored_tasks(stored_run(store, candidate)).cases
+        result = gate_run(store, config, candidate, baseline, cases)
+        contents = ReportContents(runs=[ReportedRun(candidate, levels_of(cases))], gates=[result])
+        markdown = markdown or (Path(config.markdown) if config.markdown else None)
+        junit = junit or (Path(config.junit) if config.junit else None)
+        files = write_reports(store, contents, markdown, junit)
+    finally:
+        store.close()
+    return StoredGate(result, files)

@@ -1,0 +1,104 @@
+"""`--set a.b=c` overrides and the deep merge of mappings (`extends:` chains, seeded state).
+
+An override becomes the location of the values it writes, so a bad value set on the command line
+is reported against the `--set` that wrote it.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from harness.specs.located import Location, PathKey, SpecError, format_path
+
+
+def deep_merge(base: Any, override: Any) -> Any:
+    """Merge mappings recursively; anything else in `override` replaces; None deletes a key."""
+    if not isinstance(base, dict) or not isinstance(override, dict):
+        return copy.deepcopy(override)
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if value is None:
+            merged.pop(key, None)
+        elif key in merged:
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+@dataclass(frozen=True)
+class Override:
+    """One `--set KEY.PATH=VALUE`: the text as the user typed it, and what it sets."""
+
+    text: str
+    keys: PathKey
+    value: Any
+
+    @classmethod
+    def parse(cls, text: str) -> Override:
+        """Parse `a.b.0.c=value`; the value is read as YAML (`3` is a number, `[a]` a list)."""
+        key_text, sep, value_text = text.partition("=")
+        if not sep or not key_text.strip() or "" in key_text.strip().split("."):
+            raise SpecError.at(Location(f"--set {text}"), "", "expected KEY.PATH=VALUE")
+        try:
+            value = yaml.safe_load(value_text) if value_text.strip() else ""
+        except yaml.YAMLError:
+            value = value_text
+        keys = tuple(int(k) if k.isdigit() else k for k in key_text.strip().split("."))
+        return cls(text, keys, value)
+
+    def scoped(self) -> tuple[str | int, Override]:
+        """Split off the first key (a scope such as `agent` or a DAG node id)."""
+        return self.keys[0], Override(self.text, self.keys[1:], self.value)
+
+    @classmethod
+    def parse_in(cls, text: str, scope: str) -> Override:
+        """Parse an override that may be written with its scope (`agent.model=...`) or
+        without it (`model=...`); errors still quote the text as written."""
+        override = cls.parse(text)
+        if override.keys[0] == scope and len(override.keys) > 1:
+            return override.scoped()[1]
+        return override
+
+
+def apply_overrides(
+    data: dict[str, Any], overrides: list[Override], positions: dict[PathKey, Location]
+) -> dict[str, Any]:
+    """Apply overrides to a copy of `data`; each becomes the location of the values it wrote."""
+    data = copy.deepcopy(data)
+    for override in overrides:
+        where, keys = Location(f"--set {override.text}"), override.keys
+        if not keys:
+            raise SpecError.at(where, "", "expected KEY.PATH=VALUE")
+        parent: Any = data
+        for depth, key in enumerate(keys[:-1]):
+            parent = _child(parent, key, keys[: depth + 1], where)
+        last = keys[-1]
+        in_list = isinstance(parent, list) and isinstance(last, int) and last < len(parent)
+        if in_list or isinstance(parent, dict):
+            parent[last] = override.value
+        elif isinstance(parent, list):
+            raise SpecError.at(where, format_path(keys), "no such list item")
+        else:
+            kind = type(parent).__name__
+            raise SpecError.at(where, format_path(keys), f"cannot set a field inside a {kind}")
+        for path in [p for p in positions if p[: len(keys)] == keys]:
+            del positions[path]
+        for depth in range(1, len(keys) + 1):
+            positions.setdefault(keys[:depth], where)
+    return data
+
+
+def _child(parent: Any, key: str | int, path: PathKey, where: Location) -> Any:
+    if isinstance(parent, dict):
+        if key not in parent or parent[key] is None:
+            parent[key] = {}
+        return parent[key]
+    if isinstance(parent, list) and isinstance(key, int) and key < len(parent):
+        return parent[key]
+    kind = type(parent).__name__
+    raise SpecError.at(where, format_path(path), f"cannot set a field inside a {kind}")

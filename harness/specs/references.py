@@ -1,0 +1,102 @@
+"""References from a spec file to other files: `extends:` chains, files named relative to the
+file that names them, JSON data files, and the folders expanded on the command line.
+
+A relative reference is resolved against the file that wrote it (not the working folder), so a
+spec reads the same from wherever the harness is run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.specs.kinds import expect_kind, read_mapping
+from harness.specs.located import Location, PathKey, SpecError, display, format_path, nearest
+from harness.specs.overrides import deep_merge
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def resolve_file(
+    base: Path, data: dict[str, Any], keys: PathKey, positions: dict[PathKey, Location]
+) -> None:
+    """Resolve a relative file reference in place, against the file that wrote it."""
+    parent: Any = data
+    for key in keys[:-1]:
+        if isinstance(parent, list) and isinstance(key, int) and key < len(parent):
+            parent = parent[key]
+        else:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+    if not isinstance(parent, dict) or not isinstance(parent.get(keys[-1]), str):
+        return
+    reference, suffix = parent[keys[-1]], ""
+    if keys[-1] in ("entry", "domain"):  # 'file.py:Name' names a file; 'package.module:Name' and
+        # a registered domain name do not
+        reference, _, function = reference.rpartition(":")
+        if not reference.endswith(".py"):
+            return
+        suffix = f":{function}"
+    target = (base.parent / reference).resolve()
+    if not target.is_file():
+        where = nearest(positions, keys, Location(display(base), 1, 1))
+        raise SpecError.at(where, format_path(keys), f"file not found: {display(target)}")
+    parent[keys[-1]] = f"{target}{suffix}"
+
+
+def read_extends(
+    path: Path, kind: str, file_keys: tuple[PathKey, ...]
+) -> tuple[dict[str, Any], dict[PathKey, Location]]:
+    """A file merged over the chain of files it `extends:` (child values win), with the positions
+    of every value. `file_keys` (which must include `("extends",)`) are resolved against the file
+    that wrote them; `extends` keeps the file's own value."""
+    chain: list[tuple[dict[str, Any], dict[PathKey, Location]]] = []
+    seen: list[Path] = []
+    current: Path | None = path
+    while current is not None:
+        if current.resolve() in seen:
+            cycle = " -> ".join(display(p) for p in [*seen, current.resolve()])
+            where = chain[-1][1].get(("extends",), Location(display(seen[-1]), 1, 1))
+            raise SpecError.at(where, "extends", f"cycle: {cycle}")
+        seen.append(current.resolve())
+        data, positions = read_mapping(current)
+        expect_kind(current, data, positions, kind)
+        for keys in file_keys:
+            resolve_file(current, data, keys, positions)
+        chain.append((data, positions))
+        parent = data.get("extends")
+        current = Path(parent) if isinstance(parent, str) else None
+
+    merged: dict[str, Any] = {}
+    merged_positions: dict[PathKey, Location] = {}
+    for data, positions in reversed(chain):
+        merged = deep_merge(merged, data)
+        merged_positions.update(positions)
+    merged["extends"] = chain[0][0].get("extends")
+    return merged, merged_positions
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON data file, with the same located errors as YAML."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError.at(Location(display(path)), "", "file not found") from None
+    except json.JSONDecodeError as exc:
+        where = Location(display(path), exc.lineno, exc.colno)
+        raise SpecError.at(where, "", f"invalid JSON: {exc.msg}") from None
+
+
+def spec_files(paths: list[Path]) -> list[Path]:
+    """Expand files and folders into the YAML files they hold, sorted, without duplicates."""
+    found: dict[Path, None] = {}
+    for path in paths:
+        if path.is_dir():
+            for file in sorted(path.rglob("*")):
+                if file.suffix in YAML_SUFFIXES and file.is_file():
+                    found.setdefault(file, None)
+        elif path.exists():
+            found.setdefault(path, None)
+        else:
+            raise SpecError.at(Location(display(path)), "", "no such file or folder")
+    return list(found)

@@ -1,0 +1,153 @@
+"""Validate data against a spec model, turning pydantic's errors into located one-line problems.
+
+pydantic locates an error by model fields (with union tags in between); the user needs the line
+of the YAML file that wrote the value, and a message naming what was expected.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from harness.specs.located import (
+    Location,
+    PathKey,
+    Problem,
+    SpecError,
+    display,
+    format_path,
+    nearest,
+)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(
+    model: type[M],
+    data: Any,
+    positions: dict[PathKey, Location],
+    source: Path,
+) -> M:
+    """Validate data against a spec model, turning every error into a located one-line problem."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        default = Location(display(source), 1, 1)
+        problems = []
+        for error in exc.errors():
+            keys = _data_path(data, tuple(error["loc"]))
+            problems.append(
+                Problem(
+                    nearest(positions, keys, default), format_path(keys), _message(error, model)
+                )
+            )
+        problems.sort(key=lambda p: (p.location.line or 0, p.location.col or 0))
+        raise SpecError(problems) from None
+
+
+def _data_path(data: Any, loc: tuple[Any, ...]) -> PathKey:
+    """Map a pydantic error location onto keys of the data, dropping union tags."""
+    keys: list[str | int] = []
+    current = data
+    for part in loc:
+        if (isinstance(current, dict) and part in current) or (
+            isinstance(current, list) and isinstance(part, int) and part < len(current)
+        ):
+            current = current[part]
+        elif part == "[key]" or _is_union_tag(current, part):
+            continue
+        else:  # a missing field: name it; its parent carries the position
+            current = None
+        keys.append(part)
+    return tuple(keys)
+
+
+def _is_union_tag(current: Any, part: Any) -> bool:
+    """Whether pydantic added `part` to a location as a union tag rather than a field name."""
+    return isinstance(current, dict) and part in (current.get("kind"), "inline")
+
+
+def _message(error: Any, model: type[BaseModel]) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        unknown = str(error["loc"][-1])
+        allowed = _fields_at(model, tuple(error["loc"][:-1])) or []
+        close = difflib.get_close_matches(unknown, allowed, n=1)
+        hint = f"did you mean '{close[0]}'?" if close else f"expected one of: {', '.join(allowed)}"
+        return f"unknown field '{unknown}'; {hint}" if allowed else f"unknown field '{unknown}'"
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "union_tag_invalid":
+        ctx = error["ctx"]
+        field, expected = ctx["discriminator"].strip("'"), ctx["expected_tags"].replace("'", "")
+        return f"unknown {field} '{ctx['tag']}'; expected one of: {expected}"
+    message = str(error["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    found = error.get("input")
+    if kind != "value_error" and isinstance(found, str | int | float | bool) and found != "":
+        message += f", found {found!r}"
+    return message
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str] | None:
+    """The field names of the model found at a pydantic error location, for 'did you mean'."""
+    current: Any = model
+    for part in loc:
+        current = _step(current, part)
+        if current is None:
+            return None
+    if not _is_model(current):
+        return None
+    return [info.alias or name for name, info in current.model_fields.items()]
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _step(tp: Any, part: Any) -> Any:
+    tp = _unwrap(tp)
+    if _is_model(tp):
+        info = tp.model_fields.get(part) or next(
+            (f for f in tp.model_fields.values() if f.alias == part), None
+        )
+        return info.annotation if info else None
+    options = _union_members(tp)
+    if options:
+        for option in options:
+            option = _unwrap(option)
+            if _is_model(option) and _literal_kind(option) == part:
+                return option
+        models = [o for o in map(_unwrap, options) if _is_model(o)]
+        return _step(models[0], part) if len(models) == 1 else None
+    origin = typing.get_origin(tp)
+    if origin in (list, tuple) and isinstance(part, int):
+        return typing.get_args(tp)[0]
+    if origin is dict:
+        return typing.get_args(tp)[1]
+    return None
+
+
+def _unwrap(tp: Any) -> Any:
+    while typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
+    return tp
+
+
+def _union_members(tp: Any) -> tuple[Any, ...]:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return typing.get_args(tp)
+    return ()
+
+
+def _literal_kind(model: type[BaseModel]) -> Any:
+    info = model.model_fields.get("kind")
+    if info is None or typing.get_origin(info.annotation) is not typing.Literal:
+        return None
+    return typing.get_args(info.annotation)[0]

@@ -1,0 +1,25 @@
+"""Weave tracing for the harness: one small facade over a `WeaveClient`.
+
+With a W&B project the client is `weave.init(project)`; without one it writes to the offline
+SQLite store (`harness.tracing.local_server`), so the same code path records and reads traces on
+a laptop and in CI. Importing this package does not import weave (about a second); opening a
+tracer does.
+
+- `spans`: the `Tracer` and `child_span`, how spans are recorded.
+- `clients`: opening a weave client, online or on the local store.
+- `local_server` (with `local_objects`, `local_db`): the local store, a weave trace server.
+- `query`: the calls filter and query language the local store interprets.
+"""
+
+from harness.tracing.clients import open_local_client, open_tracer
+from harness.tracing.spans import NO_TRACER, Span, SpanResult, Tracer, child_span
+
+__all__ = [
+    "NO_TRACER",
+    "Span",
+    "SpanResult",
+    "Tracer",
+    "child_span",
+    "open_local_client",
+    "open_tracer",
+]
