@@ -22,3 +22,10 @@ STOP_SIGNALS = (STOP_SIGNAL, TRANSFER_SIGNAL, OUT_OF_SCOPE_SIGNAL)
 """Markers a simulated user ends an episode with."""
 
 GATE_CONFIG = Path("ci/gate.yaml")
+
+MODEL_TIMEOUT_S = 60.0
+"""Seconds one model call may take before it counts as failed (and is retried)."""
+MODEL_RETRIES = 4
+"""Retries of a model call that failed in a way worth retrying (429, 5xx, timeouts)."""
+CONCURRENCY = 8
+"""Episodes simulated (or graded) at once."""

@@ -21,6 +21,7 @@ PricesOpt = Annotated[
 ]
 TimeoutOpt = Annotated[float, typer.Option(min=0.01, help="Seconds per model call.")]
 RetriesOpt = Annotated[int, typer.Option(min=0, help="Retries of a failed model call.")]
+ConcurrencyOpt = Annotated[int, typer.Option(min=1, help="Episodes run at once.")]
 
 
 @contextmanager

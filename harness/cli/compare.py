@@ -10,6 +10,7 @@ import typer
 from harness import defaults
 from harness.cli._common import (
     CacheOpt,
+    ConcurrencyOpt,
     NoCacheOpt,
     StoreOpt,
     announce,
@@ -30,7 +31,7 @@ def compare(
     ] = None,
     personas: Annotated[Path | None, typer.Option(help="Personas folder.")] = None,
     trials: Annotated[int, typer.Option(min=1, help="Episodes per task and variant.")] = 1,
-    concurrency: Annotated[int, typer.Option(min=1, help="Episodes run at once.")] = 8,
+    concurrency: ConcurrencyOpt = defaults.CONCURRENCY,
     judge_model: Annotated[
         str, typer.Option(help="Judge of llm_judge checks and of the relative comparison.")
     ] = defaults.JUDGE_MODEL,

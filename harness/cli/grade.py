@@ -25,12 +25,14 @@ def grade(
     judge_model: Annotated[
         str | None, typer.Option(help="Judge model (default: the one the run was graded with).")
     ] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Episodes graded at once.")] = 8,
+    concurrency: Annotated[
+        int, typer.Option(min=1, help="Episodes graded at once.")
+    ] = defaults.CONCURRENCY,
     cache: CacheOpt = defaults.RESPONSE_CACHE,
     no_cache: NoCacheOpt = False,
     prices: PricesOpt = None,
-    timeout: TimeoutOpt = 60.0,
-    retries: RetriesOpt = 4,
+    timeout: TimeoutOpt = defaults.MODEL_TIMEOUT_S,
+    retries: RetriesOpt = defaults.MODEL_RETRIES,
 ) -> None:
     """Re-score a stored run with the tasks' current checks, without simulating again.
 

@@ -10,6 +10,7 @@ import typer
 from harness import defaults
 from harness.cli._common import (
     CacheOpt,
+    ConcurrencyOpt,
     NoCacheOpt,
     PricesOpt,
     RetriesOpt,
@@ -34,7 +35,7 @@ def run_eval(
         Path | None, typer.Option(help="Personas folder (default: nearest personas/ folder).")
     ] = None,
     trials: Annotated[int, typer.Option(min=1, help="Episodes per task.")] = 1,
-    concurrency: Annotated[int, typer.Option(min=1, help="Episodes run at once.")] = 8,
+    concurrency: ConcurrencyOpt = defaults.CONCURRENCY,
     judge_model: Annotated[
         str,
         typer.Option(
@@ -58,8 +59,8 @@ def run_eval(
     cache: CacheOpt = defaults.RESPONSE_CACHE,
     no_cache: NoCacheOpt = False,
     prices: PricesOpt = None,
-    timeout: TimeoutOpt = 60.0,
-    retries: RetriesOpt = 4,
+    timeout: TimeoutOpt = defaults.MODEL_TIMEOUT_S,
+    retries: RetriesOpt = defaults.MODEL_RETRIES,
     weave_project: Annotated[
         str | None, typer.Option(help="Trace to this W&B project (entity/project), online.")
     ] = None,

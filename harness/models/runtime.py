@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from pydantic import Field, RootModel, TypeAdapter
 
-from harness.defaults import RESPONSE_CACHE
+from harness.defaults import MODEL_RETRIES, MODEL_TIMEOUT_S, RESPONSE_CACHE
 from harness.models.base import (
     PROVIDERS,
     ChatModel,
@@ -45,8 +45,8 @@ from harness.transcript import Message, ToolSpec
 class CallPolicy:
     """How hard to try: attempts, backoff and the per-call timeout."""
 
-    timeout_s: float = 60.0
-    max_retries: int = 4
+    timeout_s: float = MODEL_TIMEOUT_S
+    max_retries: int = MODEL_RETRIES
     backoff_base_s: float = 0.5
     backoff_max_s: float = 30.0
 

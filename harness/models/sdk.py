@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from harness.defaults import MODEL_TIMEOUT_S
 from harness.models.base import ModelError, ProviderPolicy
 from harness.models.errors import from_status
 from harness.specs.agent import ModelRef
@@ -71,7 +72,7 @@ class SdkModel:
     sdk_module: ClassVar[str]
     key_env: ClassVar[str]
 
-    def __init__(self, ref: ModelRef, timeout_s: float = 60.0):
+    def __init__(self, ref: ModelRef, timeout_s: float = MODEL_TIMEOUT_S):
         import importlib
 
         self.name = ref.id
@@ -85,7 +86,7 @@ class SdkModel:
 
     @classmethod
     def from_ref(cls, ref: ModelRef, options: dict[str, Any]) -> SdkModel:
-        return cls(ref, options.get("timeout_s", 60.0))
+        return cls(ref, options.get("timeout_s", MODEL_TIMEOUT_S))
 
     def make_client(self, sdk: Any, key: str, base_url: str | None, timeout_s: float) -> Any:
         raise NotImplementedError

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import defaults
+from harness.defaults import MODEL_RETRIES, MODEL_TIMEOUT_S
 from harness.pipeline.dag import Execution, Plan, execute, plan
 from harness.pipeline.nodes import NodeContext
 from harness.pipeline.progress import Board
@@ -37,8 +38,8 @@ class RunOptions:
     store: Path = defaults.RESULTS_STORE
     cache: Path | None = defaults.RESPONSE_CACHE
     prices: Path | None = None
-    timeout_s: float = 60.0
-    retries: int = 4
+    timeout_s: float = MODEL_TIMEOUT_S
+    retries: int = MODEL_RETRIES
     weave_project: str | None = None
     traces: Path | None = defaults.TRACE_STORE
     fresh: bool = False

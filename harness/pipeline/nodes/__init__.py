@@ -73,7 +73,9 @@ class NodeKind:
 
 
 NODE_KINDS: Registry[NodeKind] = Registry(
-    "node kind", tuple(f"harness.pipeline.nodes.{name}" for name in BUILTIN)
+    "node kind",
+    tuple(f"harness.pipeline.nodes.{name}" for name in BUILTIN),
+    group="harness.nodes",
 )
 
 
