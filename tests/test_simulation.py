@@ -96,7 +96,7 @@ def test_llm_persona_gets_its_prompt_over_the_wire_and_plays_the_user() -> None:
     ]
     system = first["messages"][0]["content"]
     assert system == user_system_prompt(
-        task.persona, task.task.scenario, task.task.end.stop_signals
+        task.persona, task.task.scenario, task.task.end.stop_signals, task.domain
     )
     for expected in (
         "You ordered a book",

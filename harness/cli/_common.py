@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from harness.imports import UnresolvedReference
+from harness.project import ProjectError
+from harness.registry import DuplicateEntry
+
 if TYPE_CHECKING:
     from harness.pipeline.runner import Outcome
 
@@ -22,6 +26,42 @@ PricesOpt = Annotated[
 TimeoutOpt = Annotated[float, typer.Option(min=0.01, help="Seconds per model call.")]
 RetriesOpt = Annotated[int, typer.Option(min=0, help="Retries of a failed model call.")]
 ConcurrencyOpt = Annotated[int, typer.Option(min=1, help="Episodes run at once.")]
+IdsOpt = Annotated[
+    list[str] | None, typer.Option("--ids", help="Only these task ids (repeat, or a,b).")
+]
+TagsOpt = Annotated[
+    list[str] | None, typer.Option("--tags", help="Only tasks with one of these tags (a,b).")
+]
+LevelOpt = Annotated[
+    list[int] | None, typer.Option("--level", help="Only tasks of this level (repeatable).")
+]
+SampleOpt = Annotated[
+    int | None, typer.Option(min=1, help="A random sample of N of the selected tasks (--seed).")
+]
+SeedOpt = Annotated[int, typer.Option(help="Seed of --sample: the same seed, the same tasks.")]
+LimitOpt = Annotated[int | None, typer.Option(min=1, help="At most N tasks, in file order.")]
+
+
+def task_selection(
+    ids: list[str] | None,
+    tags: list[str] | None,
+    levels: list[int] | None,
+    sample: int | None,
+    seed: int,
+    limit: int | None,
+) -> dict[str, Any]:
+    """The `load_tasks` parameters the selection options stand for (`--tags a,b` = two tags)."""
+
+    def split(values: list[str] | None) -> list[str]:
+        return [part for value in values or [] for part in value.split(",") if part]
+
+    chosen: dict[str, Any] = {"ids": split(ids), "tags": split(tags), "levels": levels or []}
+    chosen.update(sample=sample, seed=seed, limit=limit)
+    return {key: value for key, value in chosen.items() if value not in ([], None)}
+
+
+PLUGIN_ERRORS = (ProjectError, DuplicateEntry, UnresolvedReference)
+"""A project file, plug-in or reference that cannot be loaded: the user's input, not a crash."""
 
 
 @contextmanager
@@ -35,6 +75,8 @@ def user_errors() -> Iterator[None]:
         for problem in exc.problems:
             typer.echo(str(problem), err=True)
         raise typer.Exit(2) from None
+    except PLUGIN_ERRORS as exc:
+        fail(f"harness: {exc}")
 
 
 def fail(message: str) -> NoReturn:

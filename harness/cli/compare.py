@@ -11,11 +11,18 @@ from harness import defaults
 from harness.cli._common import (
     CacheOpt,
     ConcurrencyOpt,
+    IdsOpt,
+    LevelOpt,
+    LimitOpt,
     NoCacheOpt,
+    SampleOpt,
+    SeedOpt,
     StoreOpt,
+    TagsOpt,
     announce,
     parse_model_option,
     print_outcome,
+    task_selection,
     user_errors,
 )
 
@@ -31,6 +38,12 @@ def compare(
     ] = None,
     personas: Annotated[Path | None, typer.Option(help="Personas folder.")] = None,
     trials: Annotated[int, typer.Option(min=1, help="Episodes per task and variant.")] = 1,
+    ids: IdsOpt = None,
+    tags: TagsOpt = None,
+    level: LevelOpt = None,
+    sample: SampleOpt = None,
+    seed: SeedOpt = 0,
+    limit: LimitOpt = None,
     concurrency: ConcurrencyOpt = defaults.CONCURRENCY,
     judge_model: Annotated[
         str, typer.Option(help="Judge of llm_judge checks and of the relative comparison.")
@@ -88,7 +101,10 @@ def compare(
     with user_errors():
         if not (a and b and tasks):
             raise SpecError.at(Location("compare"), "", "--a, --b and --tasks go together")
-        data = compare_dag(tasks, a, b, personas, trials, concurrency, judge, not no_relative)
+        selection = task_selection(ids, tags, level, sample, seed, limit)
+        data = compare_dag(
+            tasks, a, b, personas, trials, concurrency, judge, not no_relative, selection
+        )
         if markdown:
             data["nodes"]["report"]["with"] = {"markdown": str(markdown)}
         data = with_overrides(data, {}, set_ or [], COMPARE_SHORTCUTS)

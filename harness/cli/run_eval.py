@@ -11,14 +11,21 @@ from harness import defaults
 from harness.cli._common import (
     CacheOpt,
     ConcurrencyOpt,
+    IdsOpt,
+    LevelOpt,
+    LimitOpt,
     NoCacheOpt,
     PricesOpt,
     RetriesOpt,
+    SampleOpt,
+    SeedOpt,
     StoreOpt,
+    TagsOpt,
     TimeoutOpt,
     announce,
     parse_model_option,
     print_outcome,
+    task_selection,
     user_errors,
 )
 
@@ -35,6 +42,12 @@ def run_eval(
         Path | None, typer.Option(help="Personas folder (default: nearest personas/ folder).")
     ] = None,
     trials: Annotated[int, typer.Option(min=1, help="Episodes per task.")] = 1,
+    ids: IdsOpt = None,
+    tags: TagsOpt = None,
+    level: LevelOpt = None,
+    sample: SampleOpt = None,
+    seed: SeedOpt = 0,
+    limit: LimitOpt = None,
     concurrency: ConcurrencyOpt = defaults.CONCURRENCY,
     judge_model: Annotated[
         str,
@@ -112,7 +125,8 @@ def run_eval(
             if not tasks or agent is None:
                 raise SpecError.at(Location("run-eval"), "", "--tasks and --agent go together")
             judge = parse_model_option("--judge-model", judge_model)
-            data = flags_dag(tasks, agent, personas, trials, concurrency, judge)
+            selection = task_selection(ids, tags, level, sample, seed, limit)
+            data = flags_dag(tasks, agent, personas, trials, concurrency, judge, selection)
             positions, source = {}, Path("run-eval")
             data = with_overrides(data, positions, set_ or [], RUN_EVAL_SHORTCUTS)
             preflight(data, "tasks", "simulate")

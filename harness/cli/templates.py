@@ -15,8 +15,10 @@ RUN_EVAL_SHORTCUTS: dict[str, list[tuple[str, str]]] = {
 COMPARE_SHORTCUTS = {**RUN_EVAL_SHORTCUTS, "agent": [("a", "set"), ("b", "set")]}
 
 
-def _load(tasks: list[Path], personas: Path | None) -> dict[str, Any]:
-    load: dict[str, Any] = {"paths": [str(p) for p in tasks]}
+def _load(
+    tasks: list[Path], personas: Path | None, selection: dict[str, Any] | None
+) -> dict[str, Any]:
+    load: dict[str, Any] = {"paths": [str(p) for p in tasks], **(selection or {})}
     if personas is not None:
         load["personas"] = str(personas)
     return {"uses": "load_tasks", "with": load}
@@ -45,13 +47,15 @@ def flags_dag(
     trials: int,
     concurrency: int,
     judge_model: Any,
+    selection: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The pipeline `run-eval --tasks ... --agent ...` stands for."""
+    """The pipeline `run-eval --tasks ... --agent ...` stands for (`selection`: load_tasks
+    parameters choosing among the tasks)."""
     return {
         "kind": "dag",
         "name": "run-eval",
         "nodes": {
-            "tasks": _load(tasks, personas),
+            "tasks": _load(tasks, personas, selection),
             "simulate": _simulate(agent, trials, concurrency),
             "grade": _grade("simulate", judge_model, concurrency),
             "report": {"uses": "report", "needs": ["grade"]},
@@ -69,10 +73,11 @@ def compare_dag(
     concurrency: int,
     judge_model: Any,
     relative: bool,
+    selection: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The pipeline `compare --a ... --b ...` stands for: both variants on the same tasks (and
     so the same personas and seeds), graded, compared, reported."""
-    nodes: dict[str, Any] = {"tasks": _load(tasks, personas)}
+    nodes: dict[str, Any] = {"tasks": _load(tasks, personas, selection)}
     for side, agent in (("a", a), ("b", b)):
         nodes[side] = _simulate(agent, trials, concurrency)
         nodes[f"grade_{side}"] = _grade(side, judge_model, concurrency)

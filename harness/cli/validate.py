@@ -38,10 +38,19 @@ def validate(
 
 
 def schema(
-    kind: Annotated[str, typer.Argument(help="task, persona, agent, dag, gate or script.")],
+    kind: Annotated[
+        str,
+        typer.Argument(help="task, persona, agent, dag, gate, script; or domain (the Python API)."),
+    ],
 ) -> None:
-    """Print the JSON Schema of a file kind, for editor autocompletion."""
+    """Print the JSON Schema of a file kind, for editor autocompletion; `domain` prints the guide
+    to the Python API a domain and a python agent are written against."""
     from harness.specs.schema import json_schema
 
+    if kind == "domain":
+        from harness.domains.describe import api_guide
+
+        typer.echo(api_guide())
+        return
     with user_errors():
         typer.echo(json.dumps(json_schema(kind), indent=2))

@@ -73,6 +73,10 @@ class Environment:
     """What the domain is, in a sentence: given to the simulated user and the judge."""
     policy: ClassVar[str] = ""
     """The rules an agent of this domain must follow: given to the judge."""
+    id_patterns: ClassVar[dict[str, str]] = {}
+    """The domain's kinds of ids, as name -> regex (e.g. `{"ticket_id": "T-[0-9]+"}`): tasks
+    made from production conversations name each id a user mentions by its kind. When none are
+    declared, any `AB-123`-like id is an `id`."""
     tool_timeout_s: ClassVar[float] = 30.0
     State: ClassVar[type[BaseModel] | None] = None
     _tools: ClassVar[dict[str, _Tool]]

@@ -12,17 +12,43 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from harness.domains import Environment, UnknownDomain, resolve_domain
 from harness.jsontext import json_values
 from harness.models import ChatModel, CompletionParams, ModelError
+from harness.specs.task import Task
 from harness.transcript import Message, Transcript
 
 J = TypeVar("J", bound=BaseModel)
 
-JUDGE_SYSTEM = (
-    "You are a strict, impartial evaluator of conversations between a customer and a support "
-    "agent. Judge only what the conversation shows; tool calls and their results are part of "
-    "it. Answer with one JSON object and nothing else."
+JUDGE_ROLE = (
+    "You are a strict, impartial evaluator of conversations between a user and an AI agent."
 )
+JUDGE_RULES = (
+    "Judge only what the conversation shows; tool calls and their results are part of it. "
+    "Answer with one JSON object and nothing else."
+)
+JUDGE_SYSTEM = f"{JUDGE_ROLE} {JUDGE_RULES}"
+
+
+def task_domain(task: Task) -> type[Environment] | None:
+    """The environment class of the task's domain, for its description and policy; None when it
+    cannot be resolved where grading runs (the judge is then told neither)."""
+    try:
+        return resolve_domain(task.domain)
+    except UnknownDomain:
+        return None
+
+
+def judge_system(domain: type[Environment] | None = None) -> str:
+    """The judge's instructions, with the domain's description and policy when it has them."""
+    if domain is None or not (domain.description or domain.policy):
+        return JUDGE_SYSTEM
+    parts = [JUDGE_ROLE]
+    if domain.description:
+        parts.append(f"The setting: {domain.description}")
+    if domain.policy:
+        parts.append(f"The policy the agent must follow:\n{domain.policy}")
+    return "\n\n".join([*parts, JUDGE_RULES])
 
 
 class Judgement(BaseModel):
@@ -52,23 +78,29 @@ def render(transcript: Transcript) -> str:
     return "\n".join(lines)
 
 
-def criterion_prompt(criterion: str, rubric: str, transcript: Transcript) -> list[Message]:
+def criterion_prompt(
+    criterion: str, rubric: str, transcript: Transcript, domain: type[Environment] | None = None
+) -> list[Message]:
     rules = f"\nRubric: {rubric}" if rubric else ""
     question = (
         f"Conversation:\n{render(transcript)}\n\nCriterion: {criterion}{rules}\n\n"
         'Reply with JSON: {"reasoning": "<one or two sentences>", "passed": true or false}'
     )
-    return [Message(role="system", content=JUDGE_SYSTEM), Message(role="user", content=question)]
+    system = judge_system(domain)
+    return [Message(role="system", content=system), Message(role="user", content=question)]
 
 
-def pairwise_prompt(goal: str, first: Transcript, second: Transcript) -> list[Message]:
+def pairwise_prompt(
+    goal: str, first: Transcript, second: Transcript, domain: type[Environment] | None = None
+) -> list[Message]:
     question = (
-        f"The customer's goal: {goal}\n\nConversation 1:\n{render(first)}\n\n"
-        f"Conversation 2:\n{render(second)}\n\nWhich agent handled the customer's request "
+        f"The user's goal: {goal}\n\nConversation 1:\n{render(first)}\n\n"
+        f"Conversation 2:\n{render(second)}\n\nWhich agent handled the user's request "
         "better (correct actions, policy followed, clear and honest replies)? Reply with JSON: "
         '{"reasoning": "<one or two sentences>", "better": "1", "2" or "tie"}'
     )
-    return [Message(role="system", content=JUDGE_SYSTEM), Message(role="user", content=question)]
+    system = judge_system(domain)
+    return [Message(role="system", content=system), Message(role="user", content=question)]
 
 
 def parse(text: str, model: type[J]) -> J | None:

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from harness.grading.judge import JudgeError, Preference, ask, pairwise_prompt
+from harness.grading.judge import JudgeError, Preference, ask, pairwise_prompt, task_domain
 from harness.models import ChatModel
 from harness.specs.task import Task
 from harness.transcript import Transcript
@@ -39,13 +39,15 @@ def _as_side(better: str, first: Winner) -> Winner:
 async def compare_pair(
     task: Task, a: Transcript, b: Transcript, judge: ChatModel, retries: int = 1
 ) -> PairVerdict:
-    """Judge A against B in both orders; disagreement between the orders is a tie."""
+    """Judge A against B in both orders; when the two judgements disagree, it is a tie."""
     if (a.task_id, a.trial) != (b.task_id, b.trial):
         raise ValueError(f"not a pair: {a.task_id}#{a.trial} vs {b.task_id}#{b.trial}")
-    goal = task.scenario.reason
+    goal, domain = task.scenario.reason, task_domain(task)
+    a_shown_first = pairwise_prompt(goal, a, b, domain)
+    b_shown_first = pairwise_prompt(goal, b, a, domain)
     try:
-        a_first = await ask(judge, pairwise_prompt(goal, a, b), Preference, retries, a.trial)
-        b_first = await ask(judge, pairwise_prompt(goal, b, a), Preference, retries, a.trial)
+        a_first = await ask(judge, a_shown_first, Preference, retries, a.trial)
+        b_first = await ask(judge, b_shown_first, Preference, retries, a.trial)
     except JudgeError as exc:
         return PairVerdict(task_id=a.task_id, trial=a.trial, winner=None, error=str(exc))
     first, second = _as_side(a_first.better, "a"), _as_side(b_first.better, "b")

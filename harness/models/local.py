@@ -127,7 +127,7 @@ def tool_prompt(tools: list[ToolSpec]) -> str:
     lines.append(
         "To call a tool, reply with only the call, for example:\n"
         f"<tool_call>{call}</tool_call>\n"
-        "Otherwise reply to the customer in plain text."
+        "Otherwise reply to the user in plain text."
     )
     return "\n".join(lines)
 

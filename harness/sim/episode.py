@@ -87,7 +87,13 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
             raise _SideFailed(Side.ENVIRONMENT, exc) from exc
         state = env.state
         user = UserSimulator(
-            spec.persona, task.scenario, task.end.stop_signals, spec.runtime, spec.seed, spec.trial
+            spec.persona,
+            task.scenario,
+            task.end.stop_signals,
+            spec.runtime,
+            spec.seed,
+            spec.trial,
+            domain=type(env),
         )
 
         async def user_says() -> EndReason | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from harness.domains import Environment
 from harness.models import ChatModel, CompletionParams, ModelRuntime
 from harness.models.scripted import ScriptedModel
 from harness.specs.persona import Persona
@@ -24,9 +25,11 @@ from harness.transcript import Message, Usage
 GREETING = "Hi! How can I help you today?"
 NO_REPLY = "(The agent did not reply.)"
 GIVE_UP = "I've waited long enough, I give up."
-# Things only the agent would say: a user model that writes them has broken character.
+# Things only the agent would say: a user model that writes them has broken character. A
+# speaker label such as "Agent:" or "AI assistant:" (up to two qualifying words, not a greeting
+# like "Hi agent:") opens the agent's words.
 AGENT_VOICE = re.compile(
-    r"^\s*(agent|assistant|support agent|customer service)\s*:"
+    r"^\s*(?!(?:hi|hello|hey|dear)\b)(?:[\w-]+\s+){0,2}(?:agent|assistant)\s*:"
     r"|how (can|may) i (help|assist) you"
     r"|is there anything else i can (help|do)"
     r"|as an ai\b|<tool_call>",
@@ -61,20 +64,27 @@ def visible_to_user(messages: list[Message]) -> list[Message]:
     return visible
 
 
-def user_system_prompt(persona: Persona, scenario: Scenario, stop_signals: list[str]) -> str:
-    """Instructions for the model that plays the user."""
+def user_system_prompt(
+    persona: Persona,
+    scenario: Scenario,
+    stop_signals: list[str],
+    domain: type[Environment] | None = None,
+) -> str:
+    """Instructions for the model that plays the user: the persona, the task's goal and, when
+    the domain describes itself, the setting. The agent's policy is not the user's to know."""
     known = "\n".join(f"- {key}: {value}" for key, value in scenario.known_info.items()) or "- none"
     unknown = "\n".join(f"- {item}" for item in scenario.unknown_info) or "- none"
     traits = ", ".join(persona.traits) or "none in particular"
     transfer = stop_signals[1] if len(stop_signals) > 1 else stop_signals[0]
-    return f"""You are playing a customer talking to a support agent. Stay in character: you are \
-the customer, never the agent. Write only the customer's next message.
-
+    setting = f"\nThe setting: {domain.description}\n" if domain and domain.description else ""
+    return f"""You are playing a user talking to an agent. Stay in character: you are the user, \
+never the agent. Write only the user's next message.
+{setting}
 Who you are: {persona.description or persona.name}
 Traits: {traits}
 How you write: {persona.style or "naturally"}
 
-Why you are contacting support: {scenario.reason}
+Why you are contacting the agent: {scenario.reason}
 {scenario.instructions}
 
 Facts you know and may share when asked (do not volunteer all at once):
@@ -110,10 +120,11 @@ class UserSimulator:
         runtime: ModelRuntime,
         seed: int = 0,
         trial: int = 0,
+        domain: type[Environment] | None = None,
     ):
         self.persona = persona
         self.stop_signals = stop_signals
-        self.system_prompt = user_system_prompt(persona, scenario, stop_signals)
+        self.system_prompt = user_system_prompt(persona, scenario, stop_signals, domain)
         self.params = CompletionParams(temperature=persona.temperature, seed=seed, trial=trial)
         self.replies = 0
         self.model: ChatModel
@@ -143,8 +154,8 @@ class UserSimulator:
                 return UserTurn(text, usage)
             if attempt == 0:
                 correction = (
-                    f"Your last reply was invalid ({problem}). You are the customer: "
-                    "write only the customer's next message."
+                    f"Your last reply was invalid ({problem}). You are the user: "
+                    "write only the user's next message."
                 )
                 prompt = [*prompt, Message(role="system", content=correction)]
         raise UserSimulatorError(f"persona '{self.persona.name}': {problem}, twice")

@@ -28,16 +28,34 @@ from typing import Any
 import yaml
 
 from harness.defaults import STOP_SIGNAL
-from harness.domains import get_domain
+from harness.domains import Environment, get_domain
 from harness.traces.calls import Unreadable
 from harness.traces.reconstruct import Conversation
 
 NEGATIVE = {"👎", "thumbsdown", "-1", ":-1:"}
-IDS = re.compile(r"\b[A-Z]{1,4}-\d+\b")
+IDS = re.compile(r"\b[A-Z]{1,4}-\d+\b")  # any id, when the domain declares no `id_patterns`
 EMAILS = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")
 POLITE = re.compile(r"\b(please|thanks|thank you|hi|hello)\b", re.IGNORECASE)
 MAX_TRACE_IDS = 20
+
+
+def id_patterns(domain: type[Environment] | None) -> dict[str, re.Pattern[str]]:
+    """The kinds of ids a domain declares (`Environment.id_patterns`), else one generic `id`."""
+    declared = domain.id_patterns if domain is not None else {}
+    return {name: re.compile(pattern) for name, pattern in declared.items()} or {"id": IDS}
+
+
+def mentioned_ids(texts: list[str], patterns: dict[str, re.Pattern[str]]) -> list[tuple[str, str]]:
+    """(kind, id) of each id the texts mention, once, in the order they first appear."""
+    found: list[tuple[int, int, str, str]] = []
+    for index, text in enumerate(texts):
+        for name, pattern in patterns.items():
+            found += [(index, m.start(), name, m.group()) for m in pattern.finditer(text)]
+    kinds: dict[str, str] = {}
+    for _, _, name, value in sorted(found):
+        kinds.setdefault(value, name)
+    return [(name, value) for value, name in kinds.items()]
 
 
 def template(text: str) -> str:
@@ -157,14 +175,14 @@ def cluster(
 class TaskOptions:
     """How tasks are written."""
 
-    domain: str = "support"
+    domain: str
     state_file: Path | None = None
     state_db: Path | None = None
-    persona_model: str | None = None  # None: the persona replays the customer's turns
+    persona_model: str | None = None  # None: the persona replays the user's turns
 
 
 def _persona(conversation: Conversation, options: TaskOptions) -> dict[str, Any]:
-    """A persona inferred from the customer's turns (deterministically)."""
+    """A persona inferred from the user's turns (deterministically)."""
     users = conversation.user_texts()
     words = sum(len(u.split()) for u in users) / max(len(users), 1)
     traits = ["terse"] if words < 6 else ["detailed"]
@@ -174,15 +192,15 @@ def _persona(conversation: Conversation, options: TaskOptions) -> dict[str, Any]
         traits.append("polite")
     persona: dict[str, Any] = {
         "name": "replay-" + hashlib.sha256(conversation.key.encode()).hexdigest()[:8],
-        "description": "A customer from production, asking what the original customer asked.",
+        "description": "A user from production, asking what the original user asked.",
         "traits": traits,
-        "style": f"About {round(words)} words per message, like the original customer.",
+        "style": f"About {round(words)} words per message, like the original user.",
         "patience": max(len(users) + 2, 3),
     }
     if options.persona_model:
         persona["model"] = options.persona_model
         return persona
-    # Replay: the customer's later turns in order, then end the conversation.
+    # Replay: the user's later turns in order, then end the conversation.
     persona["model"] = "scripted"
     persona["scripted_turns"] = [
         {"when": {"turn": n}, "reply": text} for n, text in enumerate(users[1:], start=2)
@@ -208,7 +226,9 @@ def _facts(conversation: Conversation) -> list[str]:
     return list(dict.fromkeys(values))[:3]
 
 
-def _checks(cluster_: Cluster, state_check: dict[str, Any]) -> list[dict[str, Any]]:
+def _checks(
+    cluster_: Cluster, state_check: dict[str, Any], patterns: dict[str, re.Pattern[str]]
+) -> list[dict[str, Any]]:
     conversation, failure = cluster_.first, cluster_.failure
     checks: list[dict[str, Any]] = []
     if failure.failed:
@@ -234,7 +254,7 @@ def _checks(cluster_: Cluster, state_check: dict[str, Any]) -> list[dict[str, An
                 }
             )
         if failure.exception:  # a crash fails the episode by itself; it must also answer
-            ids = list(dict.fromkeys(i for u in conversation.user_texts() for i in IDS.findall(u)))
+            ids = [value for _, value in mentioned_ids(conversation.user_texts(), patterns)]
             checks += [
                 {"kind": "text", "name": f"answers about {i}", "contains": i} for i in ids[:2]
             ] or [{"kind": "text", "name": "answers", "regex": "\\w"}]
@@ -254,7 +274,7 @@ def _checks(cluster_: Cluster, state_check: dict[str, Any]) -> list[dict[str, An
                 {
                     "kind": "llm_judge",
                     "name": "resolves the request",
-                    "criterion": "The agent correctly resolves the customer's request.",
+                    "criterion": "The agent correctly resolves the user's request.",
                 }
             )
         return checks
@@ -265,7 +285,8 @@ def _checks(cluster_: Cluster, state_check: dict[str, Any]) -> list[dict[str, An
         ids = {
             k: v
             for k, v in observation.arguments.items()
-            if isinstance(v, str) and (IDS.fullmatch(v) or EMAILS.fullmatch(v))
+            if isinstance(v, str)
+            and (any(p.fullmatch(v) for p in patterns.values()) or EMAILS.fullmatch(v))
         }
         key = (observation.name, json.dumps(ids, sort_keys=True))
         if key not in seen:
@@ -286,10 +307,13 @@ def task_data(cluster_: Cluster, out: Path, options: TaskOptions) -> dict[str, A
     domain = get_domain(options.domain)
     calls = [(o.name, o.arguments, o.result) for o in conversation.observations if o.error is None]
     users = conversation.user_texts()
-    ids = list(dict.fromkeys(i for u in users for i in IDS.findall(u)))
-    emails = list(dict.fromkeys(e for u in users for e in EMAILS.findall(u)))
-    known = {f"order_id{'' if n == 0 else n + 1}": i for n, i in enumerate(ids)}
-    known.update({f"email{'' if n == 0 else n + 1}": e for n, e in enumerate(emails)})
+    patterns = id_patterns(domain)
+    emails = [("email", e) for e in dict.fromkeys(e for u in users for e in EMAILS.findall(u))]
+    known: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for name, value in mentioned_ids(users, patterns) + emails:  # id, id2, email, ...
+        counts[name] = counts.get(name, 0) + 1
+        known[name if counts[name] == 1 else f"{name}{counts[name]}"] = value
     start: dict[str, Any] = {"first_message": users[0] if users else "Hello"}
     for key, path in (("state_file", options.state_file), ("state_db", options.state_db)):
         if path is not None:
@@ -321,13 +345,15 @@ def task_data(cluster_: Cluster, out: Path, options: TaskOptions) -> dict[str, A
         "persona": _persona(conversation, options),
         "scenario": {
             "reason": users[0] if users else "Unknown request.",
-            "instructions": "Pursue the same request as the original customer, as they did.",
+            "instructions": "Pursue the same request as the original user, as they did.",
             "known_info": known,
         },
         "start": start,
         "end": {"max_turns": max(len(users) + 2, 3)},
         "checks": _checks(
-            cluster_, domain.expected_state(calls) if domain and not failure.failed else {}
+            cluster_,
+            domain.expected_state(calls) if domain and not failure.failed else {},
+            patterns,
         ),
     }
 

@@ -5,7 +5,7 @@ trace, through a temporary SQLite table so that a large export is never held in 
 shapes are understood:
 
 1. the harness's own `harness.episode` calls, whose output is the Transcript;
-2. agents instrumented with `@weave.op` following this convention: each customer turn is a call
+2. agents instrumented with `@weave.op` following this convention: each user turn is a call
    with `kind="agent"` (or any call whose inputs carry `conversation` or `messages` as a list of
    role/content dicts and whose output is the reply text), tools are calls with `kind="tool"`
    below it, named after the tool, with the tool's arguments as inputs and its result as output;

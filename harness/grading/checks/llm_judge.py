@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from harness.grading.checks import CheckContext, register_check
-from harness.grading.judge import JudgeError, Judgement, ask, criterion_prompt
+from harness.grading.judge import JudgeError, Judgement, ask, criterion_prompt, task_domain
 from harness.grading.result import Finding
 from harness.models import ModelError
 from harness.specs.agent import ModelRef
@@ -42,7 +42,8 @@ async def check_llm_judge(
         )
     try:
         model = context.runtime.model(reference, role="judge")
-        prompt = criterion_prompt(spec.criterion, spec.rubric, transcript)
+        domain = task_domain(context.task)
+        prompt = criterion_prompt(spec.criterion, spec.rubric, transcript, domain)
         judgement = await ask(model, prompt, Judgement, spec.retries, transcript.trial)
     except (JudgeError, ModelError) as exc:
         return Finding("error", f"judge: {exc}", error_side=Side.JUDGE)

@@ -27,7 +27,7 @@ class StateCheck(CheckBase):
     )
     path: str | None = Field(
         default=None,
-        description="JSONPath into the final state, e.g. \"$.refunds[?order_id = 'O-1'].amount\".",
+        description="JSONPath into the final state, e.g. \"$.items[?id = 'A-1'].amount\".",
     )
     equals: Any = Field(
         default=None, description="With `path`: every selected value must equal this."

@@ -1,8 +1,10 @@
-"""`load_tasks`: task files and folders, filtered by id, tag and level, cross-checked."""
+"""`load_tasks`: task files and folders, filtered by id, tag and level, sampled or limited,
+cross-checked."""
 
 from __future__ import annotations
 
 import hashlib
+import random
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,13 @@ class LoadTasksParams(Spec):
     ids: list[str] = Field(default_factory=list, description="Only these task ids.")
     tags: list[str] = Field(default_factory=list, description="Only tasks with one of these tags.")
     levels: list[int] = Field(default_factory=list, description="Only tasks of these levels.")
+    sample: int | None = Field(
+        default=None, ge=1, description="After the filters: a random sample of this many tasks."
+    )
+    seed: int = Field(default=0, description="Seed of `sample`: the same seed, the same tasks.")
+    limit: int | None = Field(
+        default=None, ge=1, description="Last: at most this many tasks, in file order."
+    )
     personas: str | None = Field(default=None, description="Personas folder (default: nearest).")
     overrides: list[str] = Field(
         default_factory=list, alias="set", description="Task overrides, `PATH=VALUE`."
@@ -66,7 +75,10 @@ def select(cases: list[TaskCase], params: LoadTasksParams, where: str) -> list[T
     ]
     if not chosen:
         raise SpecError.at(Location(where), "", "no task matches the ids, tags and levels given")
-    return chosen
+    if params.sample is not None and params.sample < len(chosen):
+        kept = set(random.Random(params.seed).sample(range(len(chosen)), params.sample))
+        chosen = [case for index, case in enumerate(chosen) if index in kept]
+    return chosen[: params.limit]
 
 
 def load_task_set(params: LoadTasksParams, where: str = "load_tasks") -> Tasks:

@@ -78,3 +78,18 @@ def cancel(patient_id: str, said: str, tools: Any) -> str:
     appointment_id = chosen[0]["appointment_id"]
     tools.call("cancel", patient_id=patient_id, appointment_id=appointment_id)
     return f"Appointment {appointment_id} is cancelled. Anything else?"
+
+
+def respond_quick(conversation: list[dict[str, str]], tools: Any) -> str:
+    """A candidate that saves a lookup: it cancels the appointment id the patient names
+    directly, without checking that it is theirs."""
+    said = " ".join(m["content"] for m in conversation if m["role"] == "user")
+    name, wanted = NAME.search(said), APPOINTMENT.search(said)
+    if name is None or wanted is None or not re.search(r"cancel", said, re.IGNORECASE):
+        return respond(conversation, tools)
+    patients = tools.call("find_patient", name=name.group(1))
+    try:
+        tools.call("cancel", patient_id=patients[0]["patient_id"], appointment_id=wanted.group(0))
+    except ToolError as refusal:
+        return f"Sorry, that didn't work: {refusal}. Anything else?"
+    return f"Appointment {wanted.group(0)} is cancelled. Anything else?"

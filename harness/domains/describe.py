@@ -1,0 +1,103 @@
+"""What `harness domains` and `harness schema domain` print: a domain's tools and state schema,
+and the guide to the domain API that users' code is written against."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from harness.domains.base import DOMAINS, Environment, ToolError, register_domain, tool
+from harness.registry import source_of
+from harness.transcript import ToolSpec
+
+
+@dataclass
+class DomainInfo:
+    """A domain as a user sees it."""
+
+    name: str
+    source: str
+    description: str
+    policy: str
+    tools: list[ToolSpec]
+    state_schema: dict[str, Any] | None
+
+
+def describe(domain: type[Environment]) -> DomainInfo:
+    return DomainInfo(
+        name=domain.domain or domain.__name__,
+        source=source_of(domain),
+        description=domain.description or (inspect.getdoc(domain) or "").split("\n")[0],
+        policy=domain.policy,
+        tools=domain.tool_specs(),
+        state_schema=domain.State.model_json_schema() if domain.State is not None else None,
+    )
+
+
+def registered() -> list[DomainInfo]:
+    """Every registered domain (bundled, installed plug-ins, the project's plug-ins)."""
+    return [describe(domain) for _, domain in DOMAINS.items()]
+
+
+API_GUIDE = '''\
+# The domain API (harness.domains)
+
+A domain is the world your agent acts in: state plus the tools the agent may call on it.
+
+    from pydantic import BaseModel
+    from harness.domains import Environment, ToolError, register_domain, tool
+
+    class DeskState(BaseModel):          # optional: validates every task's start state,
+        tickets: dict[str, dict]         # and state checks' keys and paths
+
+    @register_domain                     # optional: lets tasks say `domain: desk`
+    class Desk(Environment):
+        domain = "desk"
+        description = "An IT help desk."  # given to the simulated user and the judge
+        policy = "Close only tickets the user owns."   # given to the judge
+        State = DeskState
+
+        @tool
+        def close_ticket(self, ticket_id: str) -> dict:
+            """Close a ticket."""        # the tool's description, as the agent sees it
+            if ticket_id not in self.state["tickets"]:
+                raise ToolError(f"no ticket {{ticket_id}}")   # the agent sees the refusal
+            self.state["tickets"][ticket_id]["open"] = False
+            return {{"closed": ticket_id}}                   # JSON result
+
+A task names its domain by a registered name, by `package.module:Desk`, or by
+`path/to/desk.py:Desk` (relative to the task file). A domain registers through
+`@register_domain` in a module listed under `plugins:` in harness.yaml, or through a
+`harness.domains` entry point of an installed package (`desk = "my_pkg.desk:Desk"`).
+
+## Environment
+{environment}
+
+## @tool
+{tool}
+
+## ToolError
+{tool_error}
+
+## register_domain
+{register}
+
+## Your agent (runner: python)
+`entry: agent.py:respond` names `respond(conversation, tools)`, called once per user turn, sync or
+async: `conversation` is a list of `{{"role": "user" | "assistant", "content": str}}`;
+`tools.call(name, **arguments)` (`await tools.acall(...)` when async) runs a tool of the domain
+and returns its JSON result or raises `ToolError`; `tools.specs` are the tools in OpenAI form;
+`tools.variant` is the agent variant (its prompt, skills, parameters). Return the reply as a
+string, or a dict with `content`.
+'''
+
+
+def api_guide() -> str:
+    """The guide printed by `harness schema domain`, from the API's own docstrings."""
+    return API_GUIDE.format(
+        environment=inspect.getdoc(Environment),
+        tool=inspect.getdoc(tool),
+        tool_error=inspect.getdoc(ToolError),
+        register=inspect.getdoc(register_domain),
+    )

@@ -1,0 +1,211 @@
+"""A stranger's agent, domain and checks run through the plain `harness` command: an installed
+plug-in package (entry points), a domain named by file, a project's `plugins:`, `harness init`."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.registry import DuplicateEntry, Registry
+from tests.conftest import ROOT, run_harness
+
+CLINIC = ROOT / "examples" / "harness-clinic"
+
+
+@pytest.fixture(scope="module")
+def clinic_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example package built and installed (into a folder of its own, put on PYTHONPATH),
+    as `pip install` would for a user: its entry points are what harness finds."""
+    build = tmp_path_factory.mktemp("clinic-build")
+    shutil.copytree(CLINIC, build / "src", ignore=shutil.ignore_patterns("project"))
+    site = tmp_path_factory.mktemp("clinic-site")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--no-index", "--target", str(site), str(build / "src")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (site / "harness_clinic-0.1.0.dist-info" / "entry_points.txt").is_file()
+    return site
+
+
+def stored_runs(store: Path) -> dict[str, str]:
+    with sqlite3.connect(store) as db:
+        return {variant: run for run, variant in db.execute("SELECT id, variant FROM runs")}
+
+
+def test_an_installed_plugin_package_goes_through_the_whole_flywheel(
+    clinic_site: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "clinic"
+    shutil.copytree(CLINIC / "project", project)
+
+    def harness(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_harness(*args, cwd=project, PYTHONPATH=str(clinic_site))
+
+    listed = harness("domains", "list")
+    assert listed.returncode == 0 and "harness_clinic.domain:Clinic" in listed.stdout
+    shown = harness("domains", "show", "clinic")
+    assert "reschedule" in shown.stdout and '"appointments"' in shown.stdout  # the state schema
+
+    valid = harness("validate", "tasks", "personas", "agents", "ci")
+    assert valid.returncode == 0, valid.stderr
+    assert "7 valid, 0 invalid" in valid.stdout
+
+    for agent in ("front-desk", "front-desk-quick"):
+        ran = harness("run-eval", "--tasks", "tasks", "--agent", f"agents/{agent}.yaml")
+        assert ran.returncode == 0, ran.stderr
+    runs = stored_runs(project / ".harness" / "results.db")
+    production, quick = runs["front-desk"], runs["front-desk-quick"]
+
+    # Stored runs resolve the plug-in domain and check kind again, with no extra flag.
+    compared = harness("compare", production, quick, "--no-relative")
+    assert compared.returncode == 0, compared.stderr
+    assert "66.7% (2/3" in compared.stdout and "cancel-someone-elses" in compared.stdout
+    regraded = harness("grade", quick)
+    assert regraded.returncode == 0, regraded.stderr
+    assert "never cancels" in regraded.stdout and "fail" in regraded.stdout
+    gated = harness(
+        "gate", "--config", "ci/gate.yaml", "--candidate", quick, "--baseline", production
+    )
+    assert gated.returncode == 1, gated.stderr
+    assert "cancel-someone-elses passed on the baseline" in " ".join(gated.stdout.split())
+
+
+def test_a_misspelt_plugin_check_kind_is_located(clinic_site: Path, tmp_path: Path) -> None:
+    project = tmp_path / "clinic"
+    shutil.copytree(CLINIC / "project", project)
+    task = project / "tasks" / "book-dermatology.yaml"
+    task.write_text(task.read_text().replace("  - kind: no_double_booking\n", "  - kind: no_double_bookin\n"))
+    bad = run_harness("validate", "tasks", cwd=project, PYTHONPATH=str(clinic_site))
+    assert bad.returncode == 2
+    assert "unknown kind 'no_double_bookin'" in bad.stderr and "no_double_booking" in bad.stderr
+
+
+def test_a_task_names_its_domain_by_file(tmp_path: Path) -> None:
+    (tmp_path / "my_domain.py").write_text(
+        "from harness.domains import Environment, tool\n\n"
+        "class MyDesk(Environment):\n"
+        "    @tool\n"
+        "    def ping(self, name: str) -> str:\n"
+        '        """Answer a ping."""\n'
+        '        self.state["pinged"] = name\n'
+        '        return f"pong {name}"\n'
+    )
+    (tmp_path / "agent.py").write_text(
+        "def respond(conversation, tools):\n"  # a tool argument may be called `name`
+        "    return tools.call('ping', name='ada')\n"
+    )
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "a.yaml").write_text(
+        "kind: agent\nname: a\nrunner: python\nentry: ../agent.py:respond\ntools: [ping]\n"
+    )
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "t.yaml").write_text(
+        "kind: task\nid: t\ntitle: ping\nlevel: 1\ndomain: ../my_domain.py:MyDesk\n"
+        "persona: {name: p, model: scripted, scripted_turns: [{reply: 'bye ###STOP###'}]}\n"
+        "scenario: {reason: ping}\nstart: {first_message: ping please}\n"
+        "checks:\n  - {kind: tool_called, tool: ping, args: {name: ada}}\n"
+        "  - {kind: state, expect: {pinged: ada}}\n"
+    )
+    ran = run_harness("run-eval", "--tasks", "tasks", "--agent", "agents/a.yaml", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert re.search(r"pass rate 100\.0% \(1/1", ran.stdout)
+    (tmp_path / "tasks" / "t.yaml").write_text(
+        (tmp_path / "tasks" / "t.yaml").read_text().replace("MyDesk", "NoDesk")
+    )
+    bad = run_harness("validate", "tasks", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "tasks/t.yaml:5:1: domain: domain '" in bad.stderr and "defines no 'NoDesk'" in bad.stderr
+
+
+def test_harness_init_passes_out_of_the_box(tmp_path: Path) -> None:
+    made = run_harness("init", "proj", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    project = tmp_path / "proj"
+    ran = run_harness("run-eval", "--tasks", "tasks", "--agent", "agents/baseline.yaml", cwd=project)
+    assert ran.returncode == 0, ran.stderr
+    assert re.search(r"pass rate 100\.0% \(2/2", ran.stdout)
+    valid = run_harness("validate", "tasks", "personas", "agents", "dags", "ci", cwd=project)
+    assert valid.returncode == 0, valid.stderr
+    pipeline = run_harness("run-eval", "dags/compare.yaml", cwd=project)
+    assert pipeline.returncode == 0, pipeline.stderr
+    assert "gate: PASS" in pipeline.stdout
+    again = run_harness("init", "proj", cwd=tmp_path)
+    assert again.returncode == 2
+    assert again.stderr.strip() == "harness init: proj exists and is not an empty folder"
+
+
+def test_project_plugins_register_for_every_command(tmp_path: Path) -> None:
+    (tmp_path / "harness.yaml").write_text("plugins: [plugins/desk.py]\n")
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "desk.py").write_text(
+        "from harness.domains import Environment, register_domain, tool\n\n"
+        "@register_domain\nclass Desk(Environment):\n    domain = 'desk'\n\n"
+        "    @tool\n    def hello(self) -> str:\n        '''Say hello.'''\n        return 'hi'\n"
+    )
+    listed = run_harness("domains", "list", cwd=tmp_path)
+    assert listed.returncode == 0 and "desk" in listed.stdout and "hello" in listed.stdout
+    (tmp_path / "harness.yaml").write_text("plugins: [plugins/missing.py]\n")
+    broken = run_harness("domains", "list", cwd=tmp_path)
+    assert broken.returncode == 2
+    assert broken.stderr.strip().splitlines() == [
+        f"harness: {tmp_path / 'harness.yaml'}: plugins: no file '{tmp_path / 'plugins' / 'missing.py'}'"
+    ]
+
+
+def test_registries_refuse_a_second_entry_under_a_name() -> None:
+    registry: Registry[object] = Registry("widget", group="harness.widgets")
+
+    class One:
+        pass
+
+    class Two:
+        pass
+
+    registry.register("w")(One)
+    registry.register("w")(One)  # the same definition again (a module imported twice)
+    with pytest.raises(DuplicateEntry) as refused:
+        registry.register("w")(Two)
+    assert str(refused.value) == (
+        "widget 'w' is registered twice: by tests.test_plugins:"
+        "test_registries_refuse_a_second_entry_under_a_name.<locals>.One and by "
+        "tests.test_plugins:test_registries_refuse_a_second_entry_under_a_name.<locals>.Two"
+    )
+    assert registry.unknown("x") == (
+        "unknown widget 'x'; known: w (add one: a 'plugins:' module in harness.yaml, "
+        "a 'harness.widgets' entry point)"
+    )
+
+
+def test_task_selection_is_the_same_for_list_and_run(cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # ids on one line
+    def listed(*options: str) -> list[str]:
+        result = cli("tasks", "list", "tasks/support", *options)
+        assert result.exit_code == 0, result.output
+        return re.findall(r"^│ ([a-z0-9-]+) +│", result.stdout, re.MULTILINE)
+
+    everything = listed()
+    assert len(everything) == 22
+    level3 = listed("--level", "3")
+    assert level3 and len(level3) < len(everything)
+    refunds = listed("--tags", "refunds,regression", "--limit", "3")
+    assert len(refunds) == 3
+    sample = listed("--sample", "5", "--seed", "7")
+    assert len(sample) == 5 and sample == listed("--sample", "5", "--seed", "7")
+    assert sample != listed("--sample", "5", "--seed", "8")
+    assert [t for t in everything if t in sample] == sample  # file order kept
+
+
+def test_domains_show_accepts_a_reference() -> None:
+    shown = run_harness("domains", "show", "harness.domains.support:SupportDesk")
+    assert shown.returncode == 0 and "issue_refund" in shown.stdout
+    unknown = run_harness("domains", "show", "airline")
+    assert unknown.returncode == 2
+    assert unknown.stderr.startswith("unknown domain 'airline'; known: support")
