@@ -4,10 +4,12 @@ tasks' `domain:` both resolve this way."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import importlib.util
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -79,6 +81,36 @@ def load_reference(text: str, base: Path | None = None) -> Any:
         return getattr(loaded, name)
     except AttributeError:
         raise UnresolvedReference(f"'{module}' defines no '{name}'") from None
+
+
+def defined_names(source: str, filename: str = "<code>") -> set[str] | None:
+    """The names Python source defines at module level (functions, classes, assignments,
+    imports, also under a top-level `if` or `try`), read without running it; None when the
+    source cannot tell (a `*` import, a module `__getattr__`). Raises SyntaxError when the
+    source does not compile."""
+    tree = ast.parse(source, filename)
+    compile(tree, filename, "exec")
+    names: set[str] = set()
+    for node in _module_level(tree.body):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if node.name == "__getattr__":
+                return None
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            if node.name == "*":
+                return None
+            names.add(node.asname or node.name.split(".")[0])
+    return names
+
+
+def _module_level(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
+    """The nodes of a module outside function and class bodies."""
+    for node in nodes:
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield from _module_level(ast.iter_child_nodes(node))
 
 
 def _importable_from_cwd() -> None:

@@ -40,7 +40,8 @@ ORDERING = re.compile(
     re.IGNORECASE,
 )
 # Where domain words belong: the bundled example domain and the project templates.
-EXEMPT = ("harness/domains/support*.py", "harness/scaffold/**/*")
+EXEMPT_FILES = "harness/domains/support*.py"
+EXEMPT_FOLDER = ("harness", "scaffold")
 # (file, word) -> why the word is not the support desk's there.
 ALLOWED = {
     ("harness/domains/describe.py", "desk"): "the API guide's example is a user's IT help desk",
@@ -65,7 +66,7 @@ def support_words(root: Path) -> list[str]:
     hits = []
     for path in sorted((root / "harness").rglob("*.py")):
         relative = path.relative_to(root)
-        if any(relative.match(pattern) for pattern in EXEMPT):
+        if relative.match(EXEMPT_FILES) or relative.parts[:2] == EXEMPT_FOLDER:
             continue
         tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
         for token in tokens:
@@ -95,9 +96,9 @@ def test_the_grep_finds_a_planted_word(tmp_path: Path) -> None:
         "# the shipping address\n"
         'KEY = f"{order}_order"\n'
     )
-    exempt = tmp_path / "harness/domains/support_extra.py"
-    exempt.parent.mkdir(parents=True)
-    exempt.write_text('"""Customers, orders and refunds belong here."""\n')
+    for exempt in ("harness/domains/support_extra.py", "harness/scaffold/project/desk.py"):
+        (tmp_path / exempt).parent.mkdir(parents=True)
+        (tmp_path / exempt).write_text('"""Customers, orders and refunds belong here."""\n')
     assert support_words(tmp_path) == [
         "harness/sim/planted.py:3: Refund",
         "harness/sim/planted.py:3: Customer",

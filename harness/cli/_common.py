@@ -87,21 +87,18 @@ def fail(message: str) -> NoReturn:
 
 def parse_model_option(option: str, text: str) -> dict[str, Any]:
     """A model given on the command line, as an id or a YAML mapping, checked."""
-    import yaml
     from pydantic import ValidationError
 
     from harness.specs.agent import ModelRef
     from harness.specs.located import Location, SpecError, format_path
+    from harness.specs.overrides import command_line_value
 
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        data = text
+    where = Location(f"{option} {text}")
+    data = command_line_value(text, where)
     try:
         return ModelRef.model_validate(data).model_dump(mode="json", exclude_none=True)
     except ValidationError as exc:
         error = exc.errors()[0]
-        where = Location(f"{option} {text}")
         raise SpecError.at(where, format_path(error["loc"]), error["msg"]) from None
 
 

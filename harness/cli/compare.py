@@ -107,6 +107,7 @@ def compare(
         )
         if markdown:
             data["nodes"]["report"]["with"] = {"markdown": str(markdown)}
-        data = with_overrides(data, {}, set_ or [], COMPARE_SHORTCUTS)
-        outcome = run_pipeline(data, {}, Path("compare"), options)
+        positions: dict = {}  # where `--set` overrides wrote, for located errors
+        data = with_overrides(data, positions, set_ or [], COMPARE_SHORTCUTS)
+        outcome = run_pipeline(data, positions, Path("compare"), options)
     raise typer.Exit(print_outcome(outcome, store))

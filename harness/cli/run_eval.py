@@ -89,7 +89,6 @@ def run_eval(
     from harness.cli.templates import RUN_EVAL_SHORTCUTS, flags_dag
     from harness.pipeline.runner import (
         RunOptions,
-        preflight,
         read_dag,
         run_pipeline,
         stored_pipeline,
@@ -129,6 +128,5 @@ def run_eval(
             data = flags_dag(tasks, agent, personas, trials, concurrency, judge, selection)
             positions, source = {}, Path("run-eval")
             data = with_overrides(data, positions, set_ or [], RUN_EVAL_SHORTCUTS)
-            preflight(data, "tasks", "simulate")
         outcome = run_pipeline(data, positions, source, options, resume or "")
     raise typer.Exit(print_outcome(outcome, store))

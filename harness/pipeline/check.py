@@ -1,14 +1,17 @@
 """Check one spec file the way it will be used: a task with its personas and domain, a DAG
-planned (node kinds, parameters, wiring, referenced files), any other kind validated."""
+planned (node kinds, parameters, wiring, referenced files) and preflighted (each agent against
+its tasks), an agent with what it names (its provider, its entry), any other kind validated."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from harness.pipeline.dag import plan
+from harness.pipeline.runner import preflight
+from harness.sim.agent import check_agent
 from harness.sim.suite import load_suite
 from harness.specs.kinds import kind_of, read_mapping
-from harness.specs.load import load_spec
+from harness.specs.load import load_agent, load_spec
 
 
 def check_file(path: Path) -> str:
@@ -18,7 +21,9 @@ def check_file(path: Path) -> str:
     if kind == "task":
         load_suite([path])
     elif kind == "dag":
-        plan(load_spec(path))
+        preflight(plan(load_spec(path)))
+    elif kind == "agent":
+        check_agent(load_agent(path))
     else:
         load_spec(path)
     return kind

@@ -121,17 +121,27 @@ def stored_pipeline(
     return info.config["dag"], {}, Path(info.config["source"])
 
 
-def preflight(data: dict[str, Any], tasks: str, simulate: str) -> None:
-    """Check the agent of node `simulate` against the tasks of node `tasks` before anything is
-    written (a pipeline otherwise finds a mismatch when the simulate node starts)."""
-    from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
-    from harness.pipeline.nodes.simulate import SimulateParams, load_variant
+def preflight(pipeline: Plan) -> None:
+    """Check the agent of every simulate node against the tasks of the load_tasks node it needs
+    (its tools, and what its checks must observe) before anything is written; a pipeline would
+    otherwise find a mismatch only when the simulate node starts."""
+    from harness.pipeline.nodes.load_tasks import load_task_set
+    from harness.pipeline.nodes.simulate import load_variant
     from harness.sim.suite import check_variant
 
-    nodes = data["nodes"]
-    task_set = load_task_set(LoadTasksParams.model_validate(nodes[tasks]["with"]))
-    variant = load_variant(SimulateParams.model_validate(nodes[simulate]["with"]))
-    check_variant(variant, task_set.cases)
+    problems, task_sets = [], {}
+    for node in pipeline.nodes.values():
+        source = pipeline.nodes.get(node.needs[0]) if node.needs else None
+        if node.kind.name != "simulate" or source is None or source.kind.name != "load_tasks":
+            continue
+        try:
+            if source.id not in task_sets:
+                task_sets[source.id] = load_task_set(source.params, f"node {source.id}")
+            check_variant(load_variant(node.params), task_sets[source.id].cases)
+        except SpecError as exc:
+            problems += exc.problems
+    if problems:
+        raise SpecError(list(dict.fromkeys(problems)))
 
 
 def prepare(data: dict[str, Any], positions: dict[PathKey, Location], source: Path) -> Plan:
@@ -146,10 +156,12 @@ def run_pipeline(
     options: RunOptions,
     pipeline_id: str = "",
 ) -> Outcome:
-    """Plan and execute a pipeline; its resolved configuration is stored with the execution."""
+    """Plan, check (`preflight`) and execute a pipeline; its resolved configuration is stored
+    with the execution. Nothing is written before the pipeline has passed its checks."""
     from harness.tracing import NO_TRACER, open_tracer
 
     pipeline = prepare(data, positions, source)
+    preflight(pipeline)
     runtime = model_runtime(options)
     config = {"source": str(source), "dag": data}
     store = Store(options.store)

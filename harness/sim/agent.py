@@ -13,7 +13,10 @@
     * it returns the assistant's reply: a string, or a dict with a `content` key.
   A sync function runs in a worker thread so that it may block.
 - `http`: your agent service behind an OpenAI-compatible chat endpoint (`model.base_url`); it is
-  sent the visible conversation and runs its tools server-side.
+  sent the visible conversation and runs its tools server-side. The harness sees only its replies,
+  unless the variant sets `reports_tool_calls`: then the reply message's `tool_calls` (OpenAI
+  format) are the calls the service already ran for that turn; they are recorded and replayed on
+  the task's environment, so that checks of tool calls and of the final state can grade them.
 """
 
 from __future__ import annotations
@@ -25,11 +28,21 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from harness.domains import Environment, ToolError
-from harness.imports import load_reference
+from harness.imports import (
+    UnresolvedReference,
+    defined_names,
+    load_reference,
+    module_file,
+    split_reference,
+)
 from harness.models import ChatModel, CompletionParams, ModelRuntime
+from harness.models.base import PROVIDERS, provider_name
 from harness.models.wire_openai import to_wire_tools
 from harness.registry import Registry
 from harness.specs.agent import AgentVariant
+from harness.specs.load import Loaded
+from harness.specs.located import SpecError, display
+from harness.specs.validation import suggestion
 from harness.transcript import Message, ToolCall, Usage
 
 
@@ -56,6 +69,42 @@ def make_agent(variant: AgentVariant, runtime: ModelRuntime) -> AgentRunner:
     if factory is None:
         raise LookupError(f"unknown agent runner '{variant.runner}'")
     return factory(variant, runtime)
+
+
+def check_agent(loaded: Loaded[AgentVariant]) -> Loaded[AgentVariant]:
+    """What an agent file names must exist before anything runs: its model's provider and, for
+    runner 'python', the entry's module and function (read from the source, never run)."""
+    variant, problems = loaded.spec, []
+    if variant.model is not None and PROVIDERS.get(provider_name(variant.model.id)) is None:
+        message = PROVIDERS.unknown(provider_name(variant.model.id))
+        problems.append(loaded.problem(("model", "id"), message))
+    if variant.runner == "python" and variant.entry is not None:
+        message = _entry_problem(variant.entry)
+        if message is not None:
+            problems.append(loaded.problem(("entry",), message))
+    if problems:
+        raise SpecError(problems)
+    return loaded
+
+
+def _entry_problem(entry: str) -> str | None:
+    """Why an entry names no function, as far as the module's source tells; None if it may."""
+    try:
+        module, name = split_reference(entry)
+        path = module_file(module)
+    except UnresolvedReference as exc:
+        return str(exc)
+    try:
+        names = defined_names(path.read_text(encoding="utf-8"), str(path))
+    except SyntaxError as exc:
+        return f"{display(path)} is not valid Python: {exc.msg} (line {exc.lineno})"
+    except (OSError, UnicodeDecodeError, ValueError):  # compiled or unreadable: the import tells
+        return None
+    if names is None or name in names:
+        return None
+    known = sorted(n for n in names if not n.startswith("_"))
+    hint = f"; {suggestion(name, known)}" if known else ""
+    return f"{display(path)} defines no top-level function '{name}'{hint}"
 
 
 def _params(variant: AgentVariant, seed: int, trial: int) -> CompletionParams:
@@ -92,23 +141,22 @@ class LLMAgent:
             if not reply.tool_calls:
                 break
             for call in reply.tool_calls:
-                if call.name in self.variant.tools:
-                    outcome = await env.call(call.name, call.arguments)
-                    content, is_error = outcome.content, outcome.is_error
-                else:
-                    content, is_error = f"Error: unknown tool '{call.name}'", True
-                messages.append(
-                    Message(
-                        role="tool",
-                        tool_call_id=call.id,
-                        name=call.name,
-                        content=content,
-                        is_error=is_error,
-                    )
-                )
+                messages.append(await tool_result(env, call, call.name in self.variant.tools))
             if env.done:
                 break
         return usage
+
+
+async def tool_result(env: Environment, call: ToolCall, allowed: bool = True) -> Message:
+    """Run a call on the environment (unless the agent may not use the tool): its result."""
+    if allowed:
+        outcome = await env.call(call.name, call.arguments)
+        content, is_error = outcome.content, outcome.is_error
+    else:
+        content, is_error = f"Error: unknown tool '{call.name}'", True
+    return Message(
+        role="tool", tool_call_id=call.id, name=call.name, content=content, is_error=is_error
+    )
 
 
 class ToolHandle:
@@ -134,19 +182,11 @@ class ToolHandle:
             arguments=arguments,
         )
         self._messages.append(Message(role="assistant", tool_calls=[call]))
-        if name in self.names:
-            outcome = await self._env.call(name, arguments)
-            content, is_error = outcome.content, outcome.is_error
-        else:
-            content, is_error = f"Error: unknown tool '{name}'", True
-        self._messages.append(
-            Message(
-                role="tool", tool_call_id=call.id, name=name, content=content, is_error=is_error
-            )
-        )
-        if is_error:
-            raise ToolError(content.removeprefix("Error: "))
-        return json.loads(content)
+        result = await tool_result(self._env, call, name in self.names)
+        self._messages.append(result)
+        if result.is_error:
+            raise ToolError(result.content.removeprefix("Error: "))
+        return json.loads(result.content)
 
     def call(self, name: str, /, **arguments: Any) -> Any:
         """Run a tool (sync agents, which run in a worker thread)."""
@@ -192,7 +232,8 @@ class PythonAgent:
 
 
 class HTTPAgent:
-    """Your agent service: it gets the visible conversation and answers in text."""
+    """Your agent service: it gets the visible conversation and answers in text; with
+    `reports_tool_calls`, its reply's `tool_calls` are the calls it ran, recorded and replayed."""
 
     def __init__(self, variant: AgentVariant, model: ChatModel):
         self.variant = variant
@@ -209,6 +250,10 @@ class HTTPAgent:
             if m.role in ("user", "assistant") and m.content
         ]
         completion = await self.model.complete(conversation, [], _params(self.variant, seed, trial))
+        ran = completion.message.tool_calls if self.variant.reports_tool_calls else []
+        if ran:
+            messages.append(Message(role="assistant", tool_calls=ran))
+            messages.extend([await tool_result(env, call) for call in ran])
         messages.append(Message(role="assistant", content=completion.message.content))
         return completion.usage
 

@@ -8,15 +8,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from harness.domains import Environment, UnknownDomain, resolve_domain
 from harness.sim.env import initial_state
 from harness.specs.agent import AgentVariant
+from harness.specs.checks import kind_name
 from harness.specs.kinds import kind_of, read_mapping
 from harness.specs.load import Loaded, load_persona, load_task
-from harness.specs.located import Location, Problem, SpecError, display, format_path
+from harness.specs.located import Location, PathKey, Problem, SpecError, display, format_path
 from harness.specs.overrides import Override, apply_overrides
 from harness.specs.persona import Persona
 from harness.specs.references import spec_files
+from harness.specs.state_paths import unknown_state_field
 from harness.specs.task import Task
 from harness.specs.validation import validate
 
@@ -154,9 +158,33 @@ def _domain(loaded: Loaded[Task]) -> type[Environment]:
         for field, tool in check.references().tools.items()
         if tool not in known
     ]
+    problems += [
+        loaded.problem(("checks", index, *field), message)
+        for index, check in enumerate(task.checks)
+        for field, message in check.reference_problems().items()
+    ]
+    if domain.State is not None:
+        problems += _state_problems(loaded, domain.State)
     if problems:
-        raise SpecError(problems)
+        raise SpecError(sorted(problems, key=lambda p: (p.location.line or 0, p.location.col or 0)))
     return domain
+
+
+def _state_problems(loaded: Loaded[Task], model: type[BaseModel]) -> list[Problem]:
+    """A problem for each state path of a check that names a field the state model lacks; a
+    path under one already reported (a nested key of a misspelt one) is not reported again."""
+    problems = []
+    for index, check in enumerate(loaded.spec.checks):
+        paths = check.references().state_paths
+        wrong: list[PathKey] = []
+        for field in sorted(paths, key=len):
+            if any(field[: len(w)] == w for w in wrong):
+                continue
+            message = unknown_state_field(model, paths[field])
+            if message is not None:
+                wrong.append(field)
+                problems.append(loaded.problem(("checks", index, *field), message))
+    return problems
 
 
 def _start_state(loaded: Loaded[Task], domain: type[Environment]) -> dict[str, Any]:
@@ -187,8 +215,9 @@ def _start_state(loaded: Loaded[Task], domain: type[Environment]) -> dict[str, A
 
 
 def check_variant(variant: Loaded[AgentVariant], cases: list[TaskCase]) -> None:
-    """Every tool the variant lists must exist in every domain it will meet."""
-    problems = []
+    """Every tool the variant lists must exist in every domain it will meet, and every check of
+    the tasks must observe what the agent shows (a check that cannot is no vacuous pass)."""
+    problems = [] if variant.spec.shows_tool_calls else _unobservable(variant.spec, cases)
     domains = {case.domain.domain: case.domain for case in cases}
     for index, name in enumerate(variant.spec.tools):
         for domain_name, domain in domains.items():
@@ -203,3 +232,25 @@ def check_variant(variant: Loaded[AgentVariant], cases: list[TaskCase]) -> None:
                 )
     if problems:
         raise SpecError(problems)
+
+
+def _unobservable(variant: AgentVariant, cases: list[TaskCase]) -> list[Problem]:
+    """A problem for each check that reads tool calls (it names tools) or the state (it names
+    state paths) in the tasks of an agent whose tool calls the harness does not see."""
+    problems = []
+    for case in cases:
+        for index, check in enumerate(case.task.checks):
+            references = check.references()
+            if references.tools:
+                reads = "the agent's tool calls"
+            elif references.state_paths:
+                reads = "the final state, which only the agent's tool calls change"
+            else:
+                continue
+            message = (
+                f"this {kind_name(type(check))} check reads {reads}, and agent '{variant.name}' "
+                f"(runner {variant.runner}) reports none; have it return the calls it ran as "
+                "its reply's `tool_calls` and set `reports_tool_calls: true`, or drop the check"
+            )
+            problems.append(case.loaded.problem(("checks", index), message))
+    return problems

@@ -81,6 +81,15 @@ class AgentVariant(Spec):
         "'python', your own code at `entry`; 'http', your agent service at `model.base_url` "
         "(an OpenAI-compatible chat endpoint whose tools run server-side).",
     )
+    reports_tool_calls: bool = Field(
+        default=False,
+        description="For runner 'http': the service reports the tool calls it ran for a turn as "
+        "the `tool_calls` of its reply message (OpenAI format: id, function name, JSON "
+        "arguments), beside the reply's `content`. The harness records them and replays them "
+        "on the task's environment, so that tool_called, tool_order, json_schema (tool "
+        "arguments) and state checks see them; without it such checks cannot be graded and "
+        "their tasks are refused.",
+    )
     entry: str | None = Field(
         default=None,
         description="For runner 'python': 'package.module:function' or 'file.py:function' "
@@ -117,9 +126,16 @@ class AgentVariant(Spec):
             raise ValueError("runner 'http' needs model {id: openai/NAME, base_url: URL}")
         if self.runner == "python" and not self.entry:
             raise ValueError("runner 'python' needs an entry 'module:function'")
+        if self.reports_tool_calls and self.runner != "http":
+            raise ValueError("reports_tool_calls is for runner 'http' (others show every call)")
         if self.entry is not None and ":" not in self.entry:
             raise ValueError("entry must be 'module:function' or 'file.py:function'")
         return self
+
+    @property
+    def shows_tool_calls(self) -> bool:
+        """Whether the harness sees the agent's tool calls, and so their effect on the state."""
+        return self.runner != "http" or self.reports_tool_calls
 
     def full_system_prompt(self) -> str:
         """The system prompt exactly as the model receives it."""
@@ -134,6 +150,8 @@ class AgentVariant(Spec):
         source), so that moving them changes nothing and editing them changes the hash.
         """
         payload = self.model_dump(mode="json", exclude=UNHASHED_FIELDS)
+        if not self.reports_tool_calls:  # hashes from before the field existed stay valid
+            del payload["reports_tool_calls"]
         if self.model is not None and self.model.script is not None:
             payload["model"]["script"] = _sha256(Path(self.model.script).read_bytes())
         if self.entry is not None:

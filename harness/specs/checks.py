@@ -60,8 +60,16 @@ class CheckBase(Spec):
         return self.name or self.kind  # type: ignore[attr-defined]
 
     def references(self) -> References:
-        """The tools, files and state paths this check uses; a kind naming any overrides this."""
+        """The tools, files and state paths this check uses; a kind naming any overrides this.
+        They also tell what the check observes: a check naming tools reads the agent's tool
+        calls, one naming state paths the final state (which a runner may be unable to show)."""
         return References()
+
+    def reference_problems(self) -> dict[PathKey, str]:
+        """What is wrong with what this check names that its fields alone cannot show (e.g. the
+        code in a file it names), by the field at fault. Asked when its task is loaded, once its
+        files are resolved; a kind that can tell overrides this."""
+        return {}
 
 
 CHECK_KINDS: Registry[type[CheckBase]] = Registry(

@@ -30,6 +30,23 @@ def deep_merge(base: Any, override: Any) -> Any:
     return merged
 
 
+def command_line_value(text: str, where: Location) -> Any:
+    """A value typed on the command line, read as YAML (`3` is a number, `[a]` a list, text that
+    is not YAML a string). A value written as a mapping or a list (`{...}`, `[...]`) must parse
+    as one: a malformed one is an error at `where`, never silently taken for a string."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        opening = text.lstrip()[:1]
+        if opening not in ("{", "["):
+            return text
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (column {mark.column + 1} of the value)" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        what = "mapping" if opening == "{" else "list"
+        raise SpecError.at(where, "", f"invalid YAML {what}: {problem}{at}") from None
+
+
 @dataclass(frozen=True)
 class Override:
     """One `--set KEY.PATH=VALUE`: the text as the user typed it, and what it sets."""
@@ -42,12 +59,10 @@ class Override:
     def parse(cls, text: str) -> Override:
         """Parse `a.b.0.c=value`; the value is read as YAML (`3` is a number, `[a]` a list)."""
         key_text, sep, value_text = text.partition("=")
+        where = Location(f"--set {text}")
         if not sep or not key_text.strip() or "" in key_text.strip().split("."):
-            raise SpecError.at(Location(f"--set {text}"), "", "expected KEY.PATH=VALUE")
-        try:
-            value = yaml.safe_load(value_text) if value_text.strip() else ""
-        except yaml.YAMLError:
-            value = value_text
+            raise SpecError.at(where, "", "expected KEY.PATH=VALUE")
+        value = command_line_value(value_text, where) if value_text.strip() else ""
         keys = tuple(int(k) if k.isdigit() else k for k in key_text.strip().split("."))
         return cls(text, keys, value)
 

@@ -77,9 +77,9 @@ def _message(error: Any, model: type[BaseModel]) -> str:
     if kind == "extra_forbidden":
         unknown = str(error["loc"][-1])
         allowed = _fields_at(model, tuple(error["loc"][:-1])) or []
-        close = difflib.get_close_matches(unknown, allowed, n=1)
-        hint = f"did you mean '{close[0]}'?" if close else f"expected one of: {', '.join(allowed)}"
-        return f"unknown field '{unknown}'; {hint}" if allowed else f"unknown field '{unknown}'"
+        if not allowed:
+            return f"unknown field '{unknown}'"
+        return f"unknown field '{unknown}'; {suggestion(unknown, allowed)}"
     if kind == "missing":
         return "required field is missing"
     if kind == "union_tag_invalid":
@@ -95,6 +95,12 @@ def _message(error: Any, model: type[BaseModel]) -> str:
     return message
 
 
+def suggestion(unknown: str, allowed: list[str]) -> str:
+    """`did you mean 'x'?` for a close match among the allowed names, else all of them."""
+    close = difflib.get_close_matches(unknown, allowed, n=1)
+    return f"did you mean '{close[0]}'?" if close else f"expected one of: {', '.join(allowed)}"
+
+
 def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str] | None:
     """The field names of the model found at a pydantic error location, for 'did you mean'."""
     current: Any = model
@@ -102,29 +108,29 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str] | None
         current = _step(current, part)
         if current is None:
             return None
-    if not _is_model(current):
+    if not is_model(current):
         return None
     return [info.alias or name for name, info in current.model_fields.items()]
 
 
-def _is_model(tp: Any) -> bool:
+def is_model(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, BaseModel)
 
 
 def _step(tp: Any, part: Any) -> Any:
-    tp = _unwrap(tp)
-    if _is_model(tp):
+    tp = unwrap(tp)
+    if is_model(tp):
         info = tp.model_fields.get(part) or next(
             (f for f in tp.model_fields.values() if f.alias == part), None
         )
         return info.annotation if info else None
-    options = _union_members(tp)
+    options = union_members(tp)
     if options:
         for option in options:
-            option = _unwrap(option)
-            if _is_model(option) and _literal_kind(option) == part:
+            option = unwrap(option)
+            if is_model(option) and _literal_kind(option) == part:
                 return option
-        models = [o for o in map(_unwrap, options) if _is_model(o)]
+        models = [o for o in map(unwrap, options) if is_model(o)]
         return _step(models[0], part) if len(models) == 1 else None
     origin = typing.get_origin(tp)
     if origin in (list, tuple) and isinstance(part, int):
@@ -134,13 +140,13 @@ def _step(tp: Any, part: Any) -> Any:
     return None
 
 
-def _unwrap(tp: Any) -> Any:
+def unwrap(tp: Any) -> Any:
     while typing.get_origin(tp) is typing.Annotated:
         tp = typing.get_args(tp)[0]
     return tp
 
 
-def _union_members(tp: Any) -> tuple[Any, ...]:
+def union_members(tp: Any) -> tuple[Any, ...]:
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         return typing.get_args(tp)
     return ()

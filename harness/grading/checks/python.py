@@ -9,8 +9,15 @@ from pydantic import Field, model_validator
 
 from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Finding
+from harness.imports import defined_names
 from harness.specs.checks import CheckBase, References
+from harness.specs.located import PathKey, display
+from harness.specs.validation import suggestion
 from harness.transcript import Transcript
+
+# The sandbox's ceilings: a checker reads one transcript; more than this is a mistake.
+MAX_TIMEOUT_S = 300
+MAX_MEMORY_MB = 4096
 
 
 class PythonCheck(CheckBase):
@@ -31,8 +38,12 @@ class PythonCheck(CheckBase):
     threshold: float = Field(
         default=1.0, ge=0, le=1, description="Lowest score that passes, when a score is returned."
     )
-    timeout_s: float = Field(default=10, gt=0, le=600, description="Wall-time limit.")
-    memory_mb: int = Field(default=512, ge=64, description="Address-space limit.")
+    timeout_s: float = Field(
+        default=10, gt=0, le=MAX_TIMEOUT_S, description="Wall-time limit, at most 300 seconds."
+    )
+    memory_mb: int = Field(
+        default=512, ge=64, le=MAX_MEMORY_MB, description="Address-space limit, at most 4096 MB."
+    )
 
     @model_validator(mode="after")
     def _code_or_file(self) -> PythonCheck:
@@ -44,6 +55,23 @@ class PythonCheck(CheckBase):
 
     def references(self) -> References:
         return References(files={("file",): self.file} if self.file is not None else {})
+
+    def reference_problems(self) -> dict[PathKey, str]:
+        """The code must compile and define `function`; read, never run, when the task loads."""
+        field: PathKey = ("code",) if self.code is not None else ("file",)
+        source = "the code" if self.code is not None else display(Path(self.file or ""))
+        try:
+            text = self.code if self.code is not None else Path(self.file or "").read_text()
+            names = defined_names(text, self.file or "<code>")
+        except SyntaxError as exc:
+            return {field: f"invalid Python: {exc.msg} (line {exc.lineno} of {source})"}
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            return {field: f"cannot read the checker: {exc}"}
+        if names is None or self.function in names:
+            return {}
+        known = sorted(name for name in names if not name.startswith("_"))
+        hint = f"; {suggestion(self.function, known)}" if known else ""
+        return {("function",): f"{source} defines no top-level function '{self.function}'{hint}"}
 
 
 VERINSTRUCT = "check_following"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -10,6 +11,8 @@ from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Finding
 from harness.matching import partial_mismatches
 from harness.specs.checks import CheckBase, References
+from harness.specs.located import PathKey
+from harness.specs.state_paths import key_path
 from harness.transcript import Transcript
 
 
@@ -68,7 +71,22 @@ class StateCheck(CheckBase):
     def references(self) -> References:
         if self.path is not None:
             return References(state_paths={("path",): self.path})
-        return References(state_paths={("expect", key): f"$.{key}" for key in self.expect or {}})
+        return References(state_paths=dict(_key_paths(self.expect or {}, ())))
+
+
+def _key_paths(value: Any, keys: PathKey) -> Iterator[tuple[PathKey, str]]:
+    """Every key of an expectation, at any depth (through mappings and list items), with the
+    JSONPath into the state that it names: `("items", "A-1", "status")` ->
+    `$.items['A-1'].status`. A key that no JSONPath can spell is left out."""
+    mapping = isinstance(value, dict)
+    for key, child in value.items() if mapping else enumerate(value):
+        path = key_path((*keys, key)) if isinstance(key, str) or not mapping else None
+        if path is None:
+            continue
+        if mapping:
+            yield ("expect", *keys, key), path
+        if isinstance(child, dict | list):
+            yield from _key_paths(child, (*keys, key))
 
 
 @register_check(StateCheck)

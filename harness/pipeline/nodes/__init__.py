@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -93,6 +94,16 @@ def file_digest(path: str | Path) -> str:
         digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
         digest.update(file.read_bytes())
     return digest.hexdigest()
+
+
+def source_digest(obj: Any) -> str:
+    """SHA-256 of the source file that defines a class or function (a domain: its tools are its
+    code), for node identities; '' when there is none (built in, or made at run time)."""
+    try:
+        path = inspect.getsourcefile(obj)
+    except TypeError:
+        return ""
+    return file_digest(path) if path is not None and Path(path).is_file() else ""
 
 
 def canonical(value: Any) -> str:

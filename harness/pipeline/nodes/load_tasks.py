@@ -10,7 +10,14 @@ from typing import Any
 
 from pydantic import Field
 
-from harness.pipeline.nodes import NodeContext, NodeKind, canonical, file_digest, register
+from harness.pipeline.nodes import (
+    NodeContext,
+    NodeKind,
+    canonical,
+    file_digest,
+    register,
+    source_digest,
+)
 from harness.pipeline.types import Tasks
 from harness.sim.suite import TaskCase, load_suite
 from harness.specs.base import Spec
@@ -42,8 +49,9 @@ class LoadTasksParams(Spec):
 
 
 def content_hash(cases: list[TaskCase]) -> str:
-    """Everything that defines a task set: specs, personas, start states, and every file a
-    check references (checker code)."""
+    """Everything that defines a task set: specs, personas, start states, every file a check
+    references (checker code), and the code of each task's domain (editing a tool must re-run
+    the episodes, not reuse verdicts of the old tool)."""
     digest = hashlib.sha256()
     for case in cases:
         files = [file for c in case.task.checks for file in c.references().files.values()]
@@ -54,6 +62,7 @@ def content_hash(cases: list[TaskCase]) -> str:
                     case.persona.model_dump(mode="json"),
                     case.state,
                     [file_digest(f) for f in files],
+                    source_digest(case.domain),
                 ]
             ).encode()
         )

@@ -15,11 +15,12 @@ from pydantic import Field
 
 from harness.pipeline.nodes import NodeContext, NodeKind, register
 from harness.pipeline.types import Episodes, Tasks
-from harness.sim.agent import make_agent
+from harness.sim.agent import check_agent, make_agent
 from harness.sim.episode import EpisodeSpec, episode_seed, run_episode
 from harness.sim.suite import TaskCase, check_variant
+from harness.specs.agent import AgentVariant
 from harness.specs.base import Spec
-from harness.specs.load import load_agent
+from harness.specs.load import Loaded, load_agent
 from harness.specs.overrides import Override
 from harness.traces.episodes import trace_view
 from harness.tracing import child_span
@@ -40,8 +41,10 @@ class EpisodeFailed(Exception):
     """Marks an episode's trace as failed; the transcript still holds the details."""
 
 
-def load_variant(params: SimulateParams):
-    return load_agent(Path(params.agent), [Override.parse_in(o, "agent") for o in params.overrides])
+def load_variant(params: SimulateParams) -> Loaded[AgentVariant]:
+    """The agent variant the parameters name, checked (`check_agent`)."""
+    overrides = [Override.parse_in(o, "agent") for o in params.overrides]
+    return check_agent(load_agent(Path(params.agent), overrides))
 
 
 def identity(params: SimulateParams, ctx: NodeContext) -> dict[str, Any]:
