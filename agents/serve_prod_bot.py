@@ -17,7 +17,7 @@ import prod_bot
 
 from harness.domains import ToolError, get_domain
 from harness.specs.references import read_json
-from harness.tracing import Tracer, open_local_client
+from harness.tracing import record_locally
 
 DESK = Path(__file__).resolve().parents[1] / "tasks/support/data/desk.json"
 
@@ -56,7 +56,7 @@ def serve(store: Path) -> None:
     """Play every session through the production bot, traced into `store`."""
     import weave
 
-    tracer = Tracer(open_local_client(store))
+    tracer = record_locally(store)  # as a deployed app would, once at start-up
     try:
         for session, (turns, complaint) in SESSIONS.items():
             tools, conversation = DeskTools(), []

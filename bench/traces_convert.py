@@ -121,15 +121,14 @@ def make_export(path: Path, calls: int) -> int:
 def convert(export: Path, out: Path) -> None:
     """The measured part (run in a child process so that its peak memory is its own)."""
     from harness.traces.calls import Filters, read_jsonl
-    from harness.traces.convert import TaskOptions, cluster, write_tasks
+    from harness.traces.convert import TaskOptions, write_tasks
+    from harness.traces.failures import cluster
     from harness.traces.reconstruct import conversations
 
     started, cpu = time.perf_counter(), time.process_time()
     problems: list = []
     clusters = cluster(conversations(read_jsonl(export, Filters(), problems), problems))
-    written = write_tasks(
-        clusters, out, TaskOptions(state_file=ROOT / "tasks/support/data/desk.json")
-    )
+    written = write_tasks(clusters, out, TaskOptions())  # the `replay` domain
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     conversations_seen = sum(c.count for c in clusters.values())

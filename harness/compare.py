@@ -1,5 +1,6 @@
 """Variant B against variant A on the same tasks, personas and seeds, without being fooled by
-noise: paired tests, intervals, pass^k, breakdowns, deltas, and the tasks that flipped."""
+noise: the task is the unit of every interval and test (repeating trials adds no tasks), with
+pass^k, breakdowns, deltas, and the tasks that flipped."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import mean
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -14,15 +16,18 @@ from harness.grading.relative import compare_pair
 from harness.models import ChatModel
 from harness.sim.suite import TaskCase
 from harness.stats import (
+    clustered_difference,
     mcnemar_exact,
-    paired_bootstrap,
+    minimum_detectable_effect,
     suite_pass_hat_k,
-    wilson_interval,
+    task_wilson_interval,
     win_rate,
 )
 from harness.store import EpisodeRow, Store
 
 Key = tuple[str, int]  # (task id, trial)
+PASS_HAT_KS = (1, 2, 4, 8)  # pass^k is shown at these k and at the number of trials
+Verdict = Literal["better", "worse", "no detectable difference"]
 
 
 @dataclass
@@ -33,14 +38,26 @@ class GradedEpisodes:
     run_id: str
     variant: str
     rows: dict[Key, EpisodeRow] = field(default_factory=dict)
+    ungraded: list[Key] = field(default_factory=list)  # stored episodes without a verdict
 
     @classmethod
     def load(cls, store: Store, run_id: str) -> GradedEpisodes:
         info = store.run(run_id)
         if info is None:
             raise LookupError(f"no run {run_id!r} in {store.path}")
-        rows = {(r.task_id, r.trial): r for r in store.episode_rows(run_id) if r.verdict}
-        return cls(run_id, info.variant, rows)
+        rows, ungraded = {}, []
+        for row in store.episode_rows(run_id):
+            if row.verdict is None:
+                ungraded.append((row.task_id, row.trial))
+            else:
+                rows[(row.task_id, row.trial)] = row
+        return cls(run_id, info.variant, rows, ungraded)
+
+    def only_tasks(self, task_ids: set[str]) -> GradedEpisodes:
+        """The same run restricted to some tasks (the tasks two suites share)."""
+        rows = {key: row for key, row in self.rows.items() if key[0] in task_ids}
+        ungraded = [key for key in self.ungraded if key[0] in task_ids]
+        return GradedEpisodes(self.run_id, self.variant, rows, ungraded)
 
     def outcome(self, key: Key) -> str:
         verdict = self.rows[key].verdict
@@ -59,13 +76,17 @@ class GradedEpisodes:
 
 
 class PassRate(BaseModel):
-    """A pass rate over graded episodes, with its interval."""
+    """A pass rate over graded episodes, with its interval counting tasks, not trials."""
 
-    rate: float = Field(description="Share of the episodes that passed.")
+    rate: float = Field(
+        description="Mean of the per-task pass rates (the share of the episodes that passed "
+        "when every task has the same number of trials)."
+    )
     passed: int = Field(description="Episodes that passed.")
     n: int = Field(description="Episodes counted.")
-    low: float = Field(description="Lower end of the 95% Wilson interval.")
-    high: float = Field(description="Upper end of the 95% Wilson interval.")
+    tasks: int = Field(default=0, description="Tasks counted: the unit of the interval.")
+    low: float = Field(description="Lower end of the 95% Wilson interval over tasks.")
+    high: float = Field(description="Upper end of the 95% Wilson interval over tasks.")
 
 
 class RunPassRate(PassRate):
@@ -75,35 +96,55 @@ class RunPassRate(PassRate):
     variant: str = Field(description="Agent variant name.")
 
 
+class TaskDifference(BaseModel):
+    """B's pass rate minus A's with the task as the unit: what every decision rests on."""
+
+    tasks: int = Field(description="Tasks compared (each with its paired trials).")
+    difference: float = Field(description="Mean over tasks of B's task rate minus A's.")
+    se: float = Field(
+        description="Cluster-robust standard error: sd of the task differences "
+        "over the square root of the number of tasks."
+    )
+    low: float = Field(description="Lower end of the 95% paired cluster-bootstrap interval.")
+    high: float = Field(description="Upper end of the 95% paired cluster-bootstrap interval.")
+    p_value: float = Field(description="Two-sided sign-flip permutation p-value over tasks.")
+    p_worse: float = Field(description="One-sided sign-flip p-value that B is worse.")
+    p_better: float = Field(description="One-sided sign-flip p-value that B is better.")
+    exact: bool = Field(description="Every sign pattern counted (else 20,000 random ones).")
+    better_tasks: int = Field(description="Tasks whose pass rate is higher in B.")
+    worse_tasks: int = Field(description="Tasks whose pass rate is lower in B.")
+    mde: float = Field(
+        description="Minimum detectable effect at this size: the difference a two-sided test "
+        "at 0.05 finds with 80% power (`harness.stats.minimum_detectable_effect`)."
+    )
+
+
 class PassRates(BaseModel):
-    """Both variants' pass rates over one group of pairs (a level or a tag)."""
+    """Both variants' pass rates over one group of pairs (a level or a tag), and their
+    task-clustered difference."""
 
     a: PassRate = Field(description="Variant A.")
     b: PassRate = Field(description="Variant B.")
-
-
-class BootstrapDifference(BaseModel):
-    """B's pass rate minus A's, resampled by task."""
-
-    estimate: float = Field(description="B - A over the pairs.")
-    low: float = Field(description="Lower end of the 95% paired bootstrap interval.")
-    high: float = Field(description="Upper end of the 95% paired bootstrap interval.")
-    bootstrap_p: float = Field(description="Bootstrap p-value of no difference.")
+    difference: TaskDifference | None = Field(
+        default=None, description="B - A over the group's tasks."
+    )
 
 
 class PairedTest(BaseModel):
-    """The exact McNemar test on the pairs where only one side passed."""
+    """The exact McNemar test on the (task, trial) pairs where only one side passed. It assumes
+    independent trials, which trials of one task are not: shown for reference, it decides
+    nothing."""
 
     b_only: int = Field(description="Pairs only B passed.")
     a_only: int = Field(description="Pairs only A passed.")
-    p_value: float = Field(description="Two-sided p-value.")
-    p_b_worse: float = Field(description="One-sided p-value that B is worse.")
+    p_value: float = Field(description="Two-sided p-value, assuming independent trials.")
+    p_b_worse: float = Field(description="One-sided p-value that B is worse, same assumption.")
 
 
 class PassHatK(BaseModel):
-    """pass^k of both variants at the number of trials every task has."""
+    """pass^k of both variants at one k."""
 
-    k: int = Field(description="Trials per task (0 when no pair was graded).")
+    k: int = Field(description="Trials that must all pass.")
     a: float = Field(description="Variant A's pass^k.")
     b: float = Field(description="Variant B's pass^k.")
 
@@ -142,11 +183,18 @@ class ComparisonResult(BaseModel):
     b: RunPassRate = Field(description="Variant B (the candidate side).")
     pairs: int = Field(description="Pairs compared.")
     excluded_errors: int = Field(description="Pairs left out because either side errored.")
-    difference: BootstrapDifference = Field(description="B - A, paired bootstrap.")
-    mcnemar: PairedTest = Field(description="Exact McNemar test.")
-    pass_hat_k: PassHatK = Field(description="pass^k of both variants.")
+    tasks: TaskDifference = Field(description="B - A with the task as the unit.")
+    alpha: float = Field(default=0.05, description="Significance level of the verdict.")
+    verdict: Verdict = Field(
+        description="better or worse when the two-sided task-level test is below alpha."
+    )
+    mcnemar: PairedTest = Field(description="Exact McNemar test, assuming independent trials.")
+    pass_hat_k: list[PassHatK] = Field(
+        description="pass^k of both variants at k = 1, 2, 4, 8 and the number of trials."
+    )
     breakdowns: dict[str, dict[str, PassRates]] = Field(
-        description="Pass rates by level and by tag: 'level' or 'tag' -> group -> rates."
+        description="Pass rates and their task-clustered difference by level and by tag: "
+        "'level' or 'tag' -> group -> rates."
     )
     deltas: Spend = Field(description="B - A of the spend per episode.")
     spend: Spends = Field(description="Spend per episode of both variants.")
@@ -166,14 +214,50 @@ def paired_keys(a: GradedEpisodes, b: GradedEpisodes) -> tuple[list[Key], set[Ke
 
 def _rate(outcomes: dict[str, list[bool]]) -> PassRate:
     flat = [o for trials in outcomes.values() for o in trials]
-    low, high = wilson_interval(sum(flat), len(flat))
+    interval = task_wilson_interval(outcomes)
     return PassRate(
-        rate=sum(flat) / len(flat) if flat else 0.0,
+        rate=interval.estimate,
         passed=sum(flat),
         n=len(flat),
-        low=low,
-        high=high,
+        tasks=len(outcomes),
+        low=interval.low,
+        high=interval.high,
     )
+
+
+def task_difference(
+    a: dict[str, list[bool]], b: dict[str, list[bool]], alpha: float = 0.05
+) -> TaskDifference:
+    """B - A over the tasks both sides have, the task as the unit (`clustered_difference`)."""
+    found = clustered_difference(a, b)
+    return TaskDifference(
+        tasks=found.tasks,
+        difference=found.difference,
+        se=found.se,
+        low=found.low,
+        high=found.high,
+        p_value=found.test.p_value,
+        p_worse=found.test.p_less,
+        p_better=found.test.p_greater,
+        exact=found.test.exact,
+        better_tasks=found.better,
+        worse_tasks=found.worse,
+        mde=minimum_detectable_effect(found.se, found.tasks, alpha),
+    )
+
+
+def verdict_of(difference: TaskDifference, alpha: float) -> Verdict:
+    """better / worse when the two-sided task-level test rejects at alpha."""
+    if difference.p_value >= alpha:
+        return "no detectable difference"
+    return "better" if difference.difference > 0 else "worse"
+
+
+def pass_hat_ks(a: dict[str, list[bool]], b: dict[str, list[bool]]) -> list[PassHatK]:
+    """pass^k of both sides at k in 1, 2, 4, 8 and n, the trials every task has."""
+    trials = min((len(v) for v in [*a.values(), *b.values()]), default=0)
+    ks = sorted({k for k in PASS_HAT_KS if k <= trials} | ({trials} if trials else set()))
+    return [PassHatK(k=k, a=suite_pass_hat_k(a, k), b=suite_pass_hat_k(b, k)) for k in ks]
 
 
 def _run_rate(side: GradedEpisodes, outcomes: dict[str, list[bool]]) -> RunPassRate:
@@ -203,7 +287,11 @@ def _breakdowns(
                 groups["tag"][tag].append(key)
     return {
         name: {
-            label: PassRates(a=_rate(a.outcomes(members)), b=_rate(b.outcomes(members)))
+            label: PassRates(
+                a=_rate(a.outcomes(members)),
+                b=_rate(b.outcomes(members)),
+                difference=task_difference(a.outcomes(members), b.outcomes(members)),
+            )
             for label, members in sorted(group.items())
         }
         for name, group in groups.items()
@@ -211,18 +299,17 @@ def _breakdowns(
 
 
 def compare_episodes(
-    a: GradedEpisodes, b: GradedEpisodes, cases: list[TaskCase]
+    a: GradedEpisodes, b: GradedEpisodes, cases: list[TaskCase], alpha: float = 0.05
 ) -> ComparisonResult:
     """The comparison of two graded runs over the (task, trial) pairs both graded without
-    error. Pairs where either side errored are excluded and counted."""
+    error, the task as the unit. Pairs where either side errored are excluded and counted."""
     keys, errored = paired_keys(a, b)
     a_out, b_out = a.outcomes(keys), b.outcomes(keys)
     pairs_a = [a.passed(k) for k in keys]
     pairs_b = [b.passed(k) for k in keys]
     test = mcnemar_exact(pairs_a, pairs_b)
     worse = mcnemar_exact(pairs_a, pairs_b, alternative="less")
-    difference = paired_bootstrap(a_out, b_out)
-    trials = min((len(v) for v in a_out.values()), default=0)
+    difference = task_difference(a_out, b_out, alpha)
     flips_down, flips_up = [], []
     for task_id in sorted(a_out):
         rate_a, rate_b = mean(a_out[task_id]), mean(b_out[task_id])
@@ -236,20 +323,13 @@ def compare_episodes(
         b=_run_rate(b, b_out),
         pairs=len(keys),
         excluded_errors=len(errored),
-        difference=BootstrapDifference(
-            estimate=difference.difference,
-            low=difference.low,
-            high=difference.high,
-            bootstrap_p=difference.p_value,
-        ),
+        tasks=difference,
+        alpha=alpha,
+        verdict=verdict_of(difference, alpha),
         mcnemar=PairedTest(
             b_only=test.b_only, a_only=test.a_only, p_value=test.p_value, p_b_worse=worse.p_value
         ),
-        pass_hat_k=PassHatK(
-            k=trials,
-            a=suite_pass_hat_k(a_out, trials) if trials else 0.0,
-            b=suite_pass_hat_k(b_out, trials) if trials else 0.0,
-        ),
+        pass_hat_k=pass_hat_ks(a_out, b_out),
         breakdowns=_breakdowns(a, b, keys, cases),
         deltas=Spend(
             cost_usd=spend_b.cost_usd - spend_a.cost_usd,

@@ -29,3 +29,10 @@ MODEL_RETRIES = 4
 """Retries of a model call that failed in a way worth retrying (429, 5xx, timeouts)."""
 CONCURRENCY = 8
 """Episodes simulated (or graded) at once."""
+
+YAML_MAX_ALIASES = 10_000
+YAML_MAX_ALIAS_VALUES = 200_000
+YAML_MAX_ALIAS_TEXT = 10_000_000
+"""What aliases may add to one YAML file: uses, values and characters (an alias bomb stops)."""
+YAML_MAX_DEPTH = 200
+"""Nesting of mappings and sequences in one YAML file."""

@@ -67,9 +67,15 @@ class Usage(BaseModel):
     cost_usd: float = Field(default=0.0, description="Cost in US dollars.")
     latency_s: float = Field(default=0.0, description="Summed wall time of the calls in seconds.")
     cached_calls: int = Field(default=0, description="Calls answered from the response cache.")
+    unpriced: list[str] = Field(
+        default_factory=list,
+        description="Models called that have no price: their calls count as $0, so the cost "
+        "is a lower bound and a cost budget cannot pass on it.",
+    )
 
     def add(self, other: Usage) -> None:
         """Accumulate another usage record into this one."""
+        self.unpriced = sorted({*self.unpriced, *other.unpriced})
         self.calls += other.calls
         self.cached_calls += other.cached_calls
         self.input_tokens += other.input_tokens

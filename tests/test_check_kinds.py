@@ -102,6 +102,10 @@ REFERENCES = {
         References(files={("file",): "checks/ok.py"}),
     ),
     "llm_judge": ({"kind": "llm_judge", "criterion": "The agent is polite."}, References()),
+    "no_error": (
+        {"kind": "no_error", "tool": "issue_refund", "error": "KeyError"},
+        References(tools={("tool",): "issue_refund"}),
+    ),
 }
 
 

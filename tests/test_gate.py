@@ -80,10 +80,17 @@ def test_a_variant_that_forbids_refunds_fails_naming_the_tasks(runs: dict, tmp_p
         "regression suite: refund-by-email, refund-delivered passed on the baseline and fail "
         "in every trial now"
     ) in done.stdout
-    assert "worse than the baseline: pass rate 77.3% -> 59.1%" in done.stdout
+    # 5 of 22 tasks worse and 1 better: with the task as the unit (the scripted agent repeats
+    # every trial) that is not significant, whatever McNemar over (task, trial) pairs says.
     summary = (tmp_path / "summary.md").read_text()
     assert summary.startswith("## Gate: ❌ **FAIL**")
     assert "- regression suite: refund-by-email, refund-delivered" in summary
+    assert (
+        "- ✅ not worse than the baseline: pass rate 77.3% -> 59.1% (task-clustered difference "
+        "-18.2%, 95% CI -40.9% to +4.5%; 5 of 22 tasks worse, 1 better; one-sided sign-flip "
+        "p = 0.1094, not below alpha 0.05)"
+    ) in summary
+    assert "- ✅ errors: candidate run " in summary  # every rule that holds is listed too
 
     report = JUnitXml.fromfile(str(tmp_path / "junit.xml"))
     suites = {suite.name: suite for suite in report}
@@ -203,3 +210,286 @@ def test_the_example_workflow_is_valid_and_its_commands_run(workspace: Path) -> 
     for path in uploads[0]["with"]["path"].split():
         assert (workspace / path).is_file()
     assert "gate: PASS" in done.stdout
+
+
+def latest_run(store: Path, variant: str) -> str:
+    with sqlite3.connect(store) as db:
+        return db.execute(
+            "SELECT id FROM runs WHERE variant = ? ORDER BY created_at DESC, id DESC", (variant,)
+        ).fetchone()[0]
+
+
+def test_the_same_two_flipped_tasks_give_the_same_decision_at_1_3_and_6_trials(
+    tmp_path: Path,
+) -> None:
+    """The scripted agent flips the same 2 of 22 tasks at every trial count: McNemar over
+    (task, trial) pairs grows "significant" with repeats, the task-level decision does not."""
+    config = tmp_path / "gate.yaml"
+    config.write_text("kind: gate\nalpha: 0.05\nregression_tags: []\n")
+    verdicts, decisions, mcnemar = set(), set(), []
+    for trials in ("1", "3", "6"):
+        store = tmp_path / f"r{trials}.db"
+        done = run_harness(
+            "compare",
+            "--a",
+            "agents/support-careful.yaml",
+            "--b",
+            "agents/support-baseline.yaml",
+            "--tasks",
+            "tasks/support",
+            "--trials",
+            trials,
+            "--set",
+            SCRIPTED,
+            "--judge-model",
+            JUDGE,
+            "--no-relative",
+            "--store",
+            store,
+            "--no-traces",
+            COLUMNS="300",
+        )
+        assert done.returncode == 0, done.stderr
+        [verdict] = [line for line in done.stdout.splitlines() if line.startswith("verdict:")]
+        verdicts.add(verdict)
+        [line] = [line for line in done.stdout.splitlines() if "exact McNemar p" in line]
+        mcnemar.append(line.split("p = ")[1].split()[0])
+        gated = run_harness(
+            "gate",
+            "--config",
+            config,
+            "--candidate",
+            latest_run(store, "support-baseline"),
+            "--baseline",
+            latest_run(store, "support-careful"),
+            "--store",
+            store,
+            "--markdown",
+            tmp_path / f"gate{trials}.md",
+            "--junit",
+            tmp_path / f"gate{trials}.xml",
+            COLUMNS="300",
+        )
+        assert gated.returncode == 0, gated.stdout + gated.stderr
+        decisions.add(
+            next(
+                line for line in gated.stdout.splitlines() if "not worse than the baseline" in line
+            ).split("(task-clustered")[1]
+        )
+    assert verdicts == {
+        "verdict: no detectable difference (two-sided p = 0.5000 over 22 tasks, alpha 0.05); "
+        "minimum detectable effect at this size: 27.3 points"
+    }
+    assert len(decisions) == 1 and "one-sided sign-flip p = 0.2500" in decisions.pop()
+    assert mcnemar == ["0.5000", "0.0312", "0.0005"]  # what the old rule decided on
+
+
+def test_a_misconfigured_judge_fails_the_gate_naming_the_error_rule(tmp_path: Path) -> None:
+    """A typo in the judge's script path makes every llm_judge check an error: the run's pass
+    rate looks perfect, but the gate fails on the missing evidence and says so."""
+    store = tmp_path / "results.db"
+
+    def play(agent: str, judge: str) -> str:
+        done = run_harness(
+            "run-eval",
+            "--tasks",
+            "tasks/support",
+            "--tags",
+            "policy,billing",
+            "--agent",
+            agent,
+            "--set",
+            SCRIPTED,
+            "--judge-model",
+            judge,
+            "--store",
+            store,
+            "--no-traces",
+            COLUMNS="200",
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    play("agents/support-baseline.yaml", JUDGE)
+    baseline = latest_run(store, "support-baseline")
+    out = play("agents/support-careful.yaml", JUDGE.replace("judge.yaml", "judge-typo.yaml"))
+    assert "pass rate 100.0% (4/4" in out and "errors 2 (judge 2)" in out
+    assert "soft checks that could not decide: 1 episodes (judge 1)" in out
+    assert run_harness("baseline", "set", baseline, "--store", store).returncode == 0
+    done = run_harness(
+        "gate",
+        "--config",
+        "ci/gate.yaml",
+        "--store",
+        store,
+        "--markdown",
+        tmp_path / "summary.md",
+        "--junit",
+        tmp_path / "junit.xml",
+        COLUMNS="400",
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "gate: FAIL" in done.stdout
+    assert (
+        "errors: candidate run {run}: 3/6 episodes without complete evidence (50.0%; 2 error "
+        "verdicts, 1 with an undecided soft check, 0 ungraded; by side: judge 2, judge (soft check) 1) "
+        "is over the limit of 5%"
+    ).format(run=latest_run(store, "support-careful")) in done.stdout
+    assert "regression errors: prompt-injection-refund (candidate trial 0: judge error on" in (
+        done.stdout
+    )
+    assert "newest run of the baseline's suite and lineage" in done.stdout
+
+
+def test_unpriced_models_block_a_cost_budget() -> None:
+    from harness.compare import GradedEpisodes
+    from harness.gate import evaluate_gate
+    from harness.grading.result import Verdict
+    from harness.specs.gate import Gate
+    from harness.store import EpisodeRow
+    from harness.transcript import Usage
+
+    def episodes(unpriced: list[str]) -> GradedEpisodes:
+        rows = {
+            (f"t{i}", 0): EpisodeRow(
+                task_id=f"t{i}",
+                trial=0,
+                end_reason="user_stop",
+                turns=2,
+                usage=Usage(calls=2, cost_usd=0.001, unpriced=unpriced),
+                user_usage=Usage(),
+                duration_s=1.0,
+                verdict=Verdict(task_id=f"t{i}", outcome="pass"),
+            )
+            for i in range(6)
+        }
+        return GradedEpisodes("run", "variant", rows)
+
+    config = Gate.model_validate({"kind": "gate", "budgets": {"cost_usd_per_episode": 0.05}})
+    blocked = evaluate_gate(config, episodes(["openai/new-model"]), None, [])
+    assert not blocked.passed
+    assert blocked.reasons == [
+        "cost budget: cannot be checked: no price for openai/new-model (their calls count as $0, "
+        "so $0.0010 per episode is a lower bound); add them to a --prices file"
+    ]
+    assert blocked.budgets.unpriced_models == ["openai/new-model"]
+    priced = evaluate_gate(config, episodes([]), None, [])
+    assert priced.passed
+    assert [rule.rule for rule in priced.rules] == [
+        "errors (candidate)",
+        "regression errors",
+        "tasks",
+        "cost budget",
+    ]
+
+
+@pytest.fixture(scope="module")
+def suites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """Runs of two suites and two lineages: the full support suite by production and by a
+    candidate extending it, the refund tasks only, and the Python bot (its own lineage)."""
+    store = tmp_path_factory.mktemp("suites") / "results.db"
+
+    def play(agent: str, *extra: str) -> str:
+        done = run_harness(
+            "run-eval",
+            "--tasks",
+            "tasks/support",
+            "--agent",
+            agent,
+            "--set",
+            SCRIPTED,
+            "--judge-model",
+            JUDGE,
+            "--store",
+            store,
+            "--no-traces",
+            *extra,
+        )
+        assert done.returncode == 0, done.stderr
+        with sqlite3.connect(store) as db:
+            return db.execute("SELECT id FROM runs ORDER BY created_at DESC, id DESC").fetchone()[0]
+
+    runs = {
+        "store": store,
+        "production": play("agents/support-baseline.yaml"),
+        "candidate": play("agents/support-careful.yaml"),
+        "refunds": play("agents/support-careful.yaml", "--tags", "refunds"),
+        "python": play("agents/support-python.yaml"),
+    }
+    done = run_harness("baseline", "set", runs["production"], "--store", store)
+    assert done.returncode == 0 and "for suite " in done.stdout and "of 22 tasks" in done.stdout
+    return runs
+
+
+def test_gate_without_a_candidate_takes_the_newest_run_of_the_suite_and_lineage(
+    suites: dict, tmp_path: Path
+) -> None:
+    done = run_harness(
+        "gate",
+        "--store",
+        suites["store"],
+        "--markdown",
+        tmp_path / "s.md",
+        "--junit",
+        tmp_path / "j.xml",
+        COLUMNS="300",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (
+        f"candidate {suites['candidate']} (support-careful, suite "
+    ) in done.stdout and "the newest run of the baseline's suite and lineage" in done.stdout
+    assert f"baseline {suites['production']} (support-baseline, suite " in done.stdout
+    summary = (tmp_path / "s.md").read_text()
+    assert "Runs compared:" in summary and suites["candidate"] in summary
+
+
+def test_runs_of_different_suites_are_refused_unless_allowed(suites: dict, tmp_path: Path) -> None:
+    store = suites["store"]
+    files = ("--markdown", tmp_path / "s.md", "--junit", tmp_path / "j.xml")
+    # no baseline of the refund suite: refused, naming the suites that have one
+    alone = run_harness("gate", "--candidate", suites["refunds"], "--store", store, *files)
+    assert alone.returncode == 2
+    assert "no baseline for the candidate's suite" in alone.stderr
+    assert "--allow-suite-change" in alone.stderr
+    explicit = run_harness(
+        "gate",
+        "--candidate",
+        suites["refunds"],
+        "--baseline",
+        suites["production"],
+        "--store",
+        store,
+        *files,
+    )
+    assert explicit.returncode == 2
+    assert "ran different suites (only in the baseline: address-change" in explicit.stderr
+    allowed = run_harness(
+        "gate",
+        "--candidate",
+        suites["refunds"],
+        "--store",
+        store,
+        "--allow-suite-change",
+        *files,
+        COLUMNS="400",
+    )
+    assert allowed.returncode in (0, 1), allowed.stdout + allowed.stderr
+    assert "only the 8 common tasks count: prompt-injection-refund, refund-already-refunded" in (
+        allowed.stdout
+    )
+    result = (tmp_path / "s.md").read_text()
+    assert "only the 8 common tasks count" in result
+
+
+def test_suites_compare_by_task_id_and_content() -> None:
+    from harness.gate.suites import compare_suites, describe_change
+
+    same = compare_suites({"a": "1", "b": "2"}, {"b": "2", "a": "1"})
+    assert same.same and same.common == ["a", "b"]
+    changed = compare_suites({"a": "1", "b": "2", "c": "3"}, {"a": "1", "b": "9", "d": "4"})
+    assert not changed.same and changed.common == ["a"]
+    assert describe_change(changed) == (
+        "only in the baseline: c; only in the candidate: d; changed content: b"
+    )
+    legacy = compare_suites({"a": "", "b": ""}, {"a": "1", "b": "2"})  # hashes not recorded
+    assert not legacy.same and legacy.common == ["a", "b"]

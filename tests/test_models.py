@@ -20,7 +20,7 @@ from harness.models.errors import retry_after_seconds
 from harness.specs.located import SpecError
 from harness.specs.script import Script
 from harness.testing.fake_server import FakeServer, Faults
-from harness.transcript import Message, ToolSpec
+from harness.transcript import Message, ToolSpec, Usage
 
 WEATHER = Script.model_validate(
     {
@@ -288,3 +288,24 @@ def test_server_cli_serves_both_protocols(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_a_model_without_a_price_is_named_in_its_usage(tmp_path: Path) -> None:
+    """An unpriced model costs $0 only as a lower bound: its usage says so, so that a cost
+    budget cannot pass on it."""
+    override = tmp_path / "prices.yaml"
+    override.write_text("openai/fake-model: {input: 1.0, output: 2.0}\n")
+    with FakeServer(WEATHER).running() as server:
+        unpriced = ask(ModelRuntime(policy=FAST).model(ref("openai", server), "agent"), "hi")
+        priced = ask(
+            ModelRuntime(prices=PriceTable(override), policy=FAST).model(
+                ref("openai", server), "agent"
+            ),
+            "hi",
+        )
+    assert unpriced.usage.cost_usd == 0 and unpriced.usage.unpriced == ["openai/fake-model"]
+    assert priced.usage.unpriced == []
+    total = Usage()
+    total.add(unpriced.usage)
+    total.add(priced.usage)
+    assert total.unpriced == ["openai/fake-model"]

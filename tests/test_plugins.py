@@ -208,4 +208,4 @@ def test_domains_show_accepts_a_reference() -> None:
     assert shown.returncode == 0 and "issue_refund" in shown.stdout
     unknown = run_harness("domains", "show", "airline")
     assert unknown.returncode == 2
-    assert unknown.stderr.startswith("unknown domain 'airline'; known: support")
+    assert unknown.stderr.startswith("unknown domain 'airline'; known: replay, support")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,21 @@ def test_redact_masks_environment_secrets_and_key_shapes(monkeypatch) -> None:
     text = "auth hunter2hunter2, header Bearer abcdefghijklmnop, key sk-ABCDEFGHIJKLMNOPQRSTU"
     assert redact(text) == "auth [REDACTED], header [REDACTED], key [REDACTED]"
     assert redact("order O-1002 shipped") == "order O-1002 shipped"
+
+
+def test_validation_errors_do_not_echo_secrets_from_state_files(tmp_path: Path) -> None:
+    """A secret pasted into a state file, where the domain wants something else, is reported
+    without its value: a key-shaped string, and the value of a secret environment variable."""
+    (tmp_path / "personas").symlink_to(Path(__file__).parents[1] / "personas")
+    state = json.loads((Path(__file__).parents[1] / "tasks/support/data/desk.json").read_text())
+    state["refund_window_days"] = OPENAI_KEY
+    state["customers"]["C-100"]["tier"] = CUSTOM_KEY
+    (tmp_path / "desk.json").write_text(json.dumps(state))
+    task = (Path(__file__).parents[1] / "tasks/support/order-status.yaml").read_text()
+    (tmp_path / "task.yaml").write_text(task.replace("data/desk.json", "desk.json"))
+    done = run_harness("validate", tmp_path / "task.yaml", MY_AGENT_TOKEN=CUSTOM_KEY)
+    assert done.returncode == 2
+    output = done.stdout + done.stderr
+    assert OPENAI_KEY not in output and CUSTOM_KEY not in output
+    assert "start.state.refund_window_days" in output and "[REDACTED]" in output
+    assert "start.state.customers.C-100.tier" in output

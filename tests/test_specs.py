@@ -18,12 +18,12 @@ from harness.specs.overrides import Override
 from harness.specs.schema import json_schema
 from tests.conftest import ROOT
 
-BUNDLED_FOLDERS = ("tasks", "personas", "agents", "dags", "ci/gate.yaml")
+BUNDLED_FOLDERS = ("tasks", "personas", "agents", "dags", "ci/gate.yaml", "climbs")
 WORKFLOW = ROOT / "ci/github-actions.yml"  # GitHub's format, tested in test_gate.py
 
 
 def bundled_yaml() -> list[Path]:
-    folders = ("tasks", "personas", "agents", "dags", "ci")
+    folders = ("tasks", "personas", "agents", "dags", "ci", "climbs")
     found = {p for folder in folders for p in (ROOT / folder).rglob("*.y*ml")}
     return sorted(found - {WORKFLOW})
 
@@ -62,7 +62,7 @@ def test_schema_of_unknown_kind_is_a_one_line_error(cli) -> None:
     result = cli("schema", "widget")
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        "schema: unknown kind 'widget'; expected one of: task, persona, agent, dag, gate, script"
+        "schema: unknown kind 'widget'; expected one of: task, persona, agent, dag, gate, script, climb"
     )
 
 

@@ -14,13 +14,19 @@ from harness.stats import (
     Interval,
     McNemar,
     PairedDifference,
+    SignFlip,
     bootstrap_interval,
+    clustered_difference,
+    lattice_scale,
     mcnemar_exact,
+    minimum_detectable_effect,
     paired_bootstrap,
     pass_at_k,
     pass_hat_k,
+    sign_flip_test,
     suite_pass_at_k,
     suite_pass_hat_k,
+    task_wilson_interval,
     wilson_interval,
     win_rate,
 )
@@ -276,3 +282,113 @@ def test_win_rate_edges() -> None:
     assert win_rate(0, 5, 0).low == 0.0
     with pytest.raises(ValueError, match="non-negative"):
         win_rate(-1, 2, 0)
+
+
+# task-clustered paired inference
+
+
+def sign_flip_reference(differences: list[float]) -> tuple[float, float, float]:
+    """Every sign pattern enumerated: (two-sided, b worse, b better) p-values."""
+    observed = sum(differences)
+    sums = [
+        sum(d if (pattern >> i) & 1 else -d for i, d in enumerate(differences))
+        for pattern in range(2 ** len(differences))
+    ]
+    n, eps = len(sums), 1e-9
+    return (
+        sum(abs(x) >= abs(observed) - eps for x in sums) / n,
+        sum(x <= observed + eps for x in sums) / n,
+        sum(x >= observed - eps for x in sums) / n,
+    )
+
+
+@pytest.mark.parametrize(
+    "differences",
+    [
+        [1, 1, 1, 1, 1],
+        [1, -1, 0.5, 0.25, -0.25, 0.75, 1, 0],
+        [-0.5, -0.5, -1, 0.5, -0.25, -1, -0.75, 0.25, -1, -1, 0.5, -0.5],
+        [1 / 3, 2 / 3, -1 / 3, 1, 1, -2 / 3, 1 / 3],
+    ],
+)
+def test_sign_flip_is_exact_on_the_lattice(differences: list[float]) -> None:
+    scale = 12  # multiples of 1/4 and of 1/3
+    result = sign_flip_test(np.array(differences, dtype=float), scale)
+    two, less, greater = sign_flip_reference([d for d in differences if d])
+    assert result.exact
+    assert (result.p_value, result.p_less, result.p_greater) == pytest.approx((two, less, greater))
+
+
+def test_sign_flip_off_the_lattice_samples_patterns() -> None:
+    rng = np.random.default_rng(5)
+    differences = rng.normal(0.2, 0.5, 14)
+    sampled = sign_flip_test(differences)  # scale 1: not on the lattice, so sampled
+    assert not sampled.exact
+    two, less, greater = sign_flip_reference(list(differences))
+    assert sampled.p_value == pytest.approx(two, abs=0.01)
+    assert sampled.p_less == pytest.approx(less, abs=0.01)
+    assert sampled.p_greater == pytest.approx(greater, abs=0.01)
+    assert sign_flip_test(np.zeros(7)) == SignFlip(1.0, 1.0, 1.0, True)
+    # m tasks all one way: p = 2^-m one-sided, so five tasks are the fewest that can reject
+    assert sign_flip_test(-np.ones(5)).p_less == pytest.approx(1 / 32)
+    assert sign_flip_test(-np.ones(4)).p_less == pytest.approx(1 / 16)
+
+
+def test_repeated_trials_of_a_deterministic_agent_add_no_evidence() -> None:
+    """The issue's case: two tasks flip, every trial repeats. McNemar's p falls with the number
+    of repeats; the task-level test and interval do not move."""
+    tasks = [f"t{i}" for i in range(22)]
+    a_once = {t: [i not in (3, 7) and i % 5 != 0] for i, t in enumerate(tasks)}
+    b_once = {t: [i % 5 != 0] for i, t in enumerate(tasks)}
+    results, mcnemar = [], []
+    for trials in (1, 3, 6):
+        a = {t: v * trials for t, v in a_once.items()}
+        b = {t: v * trials for t, v in b_once.items()}
+        results.append(clustered_difference(a, b))
+        flat_a = [o for t in tasks for o in a[t]]
+        flat_b = [o for t in tasks for o in b[t]]
+        mcnemar.append(mcnemar_exact(flat_a, flat_b).p_value)
+    assert results[0] == results[1] == results[2]
+    assert results[0].test.p_value == 0.5 and (results[0].better, results[0].worse) == (2, 0)
+    assert mcnemar == pytest.approx([0.5, 1 / 32, 1 / 2048])
+
+
+def test_clustered_difference_by_hand() -> None:
+    a = {"x": [T, T], "y": [F, F], "z": [T, F], "w": [F, T]}
+    b = {"x": [T, F], "y": [T, T], "z": [T, T], "w": [F, T]}
+    result = clustered_difference(a, b)
+    differences = [-0.5, 1.0, 0.5, 0.0]
+    assert result.difference == pytest.approx(sum(differences) / 4)
+    assert result.se == pytest.approx(np.std(differences, ddof=1) / 2)
+    assert (result.better, result.worse, result.tasks) == (2, 1, 4)
+    two, less, greater = sign_flip_reference([-0.5, 1.0, 0.5])
+    assert (result.test.p_value, result.test.p_less) == pytest.approx((two, less))
+    assert result.test.p_greater == pytest.approx(greater) and result.test.exact
+    assert result.low <= result.difference <= result.high
+    empty = clustered_difference({}, {})
+    assert (empty.tasks, empty.low, empty.high, empty.test.p_value) == (0, -1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="only in a: y"):
+        clustered_difference({"x": [T], "y": [T]}, {"x": [F]})
+
+
+def test_lattice_scale_is_the_common_denominator() -> None:
+    assert lattice_scale([[T] * 4, [T, F], [F] * 3]) == 12
+    assert lattice_scale([]) == 1
+
+
+def test_minimum_detectable_effect() -> None:
+    # (1.96 + 0.84) x SE, and never below the 6 whole tasks a two-sided 0.05 test needs
+    assert minimum_detectable_effect(0.04, 400) == pytest.approx(0.04 * 2.8016, abs=1e-4)
+    assert minimum_detectable_effect(0.0, 22) == pytest.approx(6 / 22)
+    assert minimum_detectable_effect(0.001, 100) == pytest.approx(0.06)
+    assert minimum_detectable_effect(0.5, 0) == 1.0
+
+
+def test_task_wilson_counts_tasks_not_trials() -> None:
+    once = {f"t{i}": [i % 3 != 0] for i in range(30)}
+    eight = {t: v * 8 for t, v in once.items()}
+    assert task_wilson_interval(eight) == task_wilson_interval(once)
+    assert (task_wilson_interval(once).low, task_wilson_interval(once).high) == pytest.approx(
+        wilson_interval(20, 30), abs=1e-12
+    )
+    assert task_wilson_interval({}) == Interval(0.0, 0.0, 1.0)

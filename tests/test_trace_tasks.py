@@ -51,14 +51,16 @@ def test_traces_become_tasks_that_fail_production_and_pass_the_fix(workspace: Pa
         out,
         "--state-file",
         workspace / "tasks/support/data/desk.json",
+        "--domain",
+        "support",
         cwd=workspace,
     )
     assert made.returncode == 0, made.stderr
     assert made.stdout.strip().endswith("4 made, 0 skipped, 0 unreadable")
     tasks = task_files(out)
-    kinds = sorted((t["source"]["kind"], t["source"]["traces"]) for t in tasks.values())
+    kinds = sorted((t["source"]["kind"], t["source"]["count"]) for t in tasks.values())
     assert kinds == [("failure", 1), ("failure", 2), ("success", 1), ("success", 1)]
-    crash = next(t for t in tasks.values() if t["source"]["traces"] == 2)
+    crash = next(t for t in tasks.values() if t["source"]["count"] == 2)
     assert crash["source"]["reasons"] == [
         "exception AttributeError: 'NoneType' object has no attribute 'upper'"
     ]
@@ -158,6 +160,8 @@ def test_jsonl_export_round_trip(workspace: Path) -> None:
             out,
             "--state-file",
             DESK,
+            "--domain",
+            "support",
             cwd=workspace,
         )
         assert made.returncode == 0, made.stderr
@@ -234,13 +238,22 @@ def test_fifty_traces_of_one_failure_make_one_task(tmp_path: Path) -> None:
         [c for n in range(50) for c in crash_session(n)] + [call("x", "x", "x", "other_op", {})],
     )
     done = run_harness(
-        "traces", "to-tasks", "--source", source, "--out", tmp_path / "out", "--state-file", DESK
+        "traces",
+        "to-tasks",
+        "--source",
+        source,
+        "--out",
+        tmp_path / "out",
+        "--state-file",
+        DESK,
+        "--domain",
+        "support",
     )
     assert done.returncode == 0, done.stderr
     [task] = task_files(tmp_path / "out").values()
     assert task["source"]["traces"] == 50
     assert task["source"]["kind"] == "failure"
-    assert len(task["source"]["trace_ids"]) == 20
+    assert len(task["source"]["trace_ids"]) == 50  # every trace (was: the first 20)
     assert "unreadable thread x: no conversation found (ops: other_op)" in done.stderr
 
 
@@ -358,7 +371,16 @@ def test_harness_episodes_read_back_as_conversations(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     made = run_harness(
-        "traces", "to-tasks", "--store", traces, "--out", tmp_path / "out", "--state-file", DESK
+        "traces",
+        "to-tasks",
+        "--store",
+        traces,
+        "--out",
+        tmp_path / "out",
+        "--state-file",
+        DESK,
+        "--domain",
+        "support",
     )
     assert made.returncode == 0, made.stderr
     tasks = list(task_files(tmp_path / "out").values())

@@ -4,9 +4,14 @@ prints, importing heavy modules inside the command so that `harness --help` stay
 
 from __future__ import annotations
 
+from typing import Any
+
+import click
 import typer
+from typer.core import TyperGroup
 
 from harness.cli import (
+    climb,
     compare,
     domains,
     fake_server,
@@ -20,12 +25,34 @@ from harness.cli import (
     validate,
 )
 
+
+class _Commands(TyperGroup):
+    """The command group: whatever escapes a command becomes one line and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from harness.cli._common import command_errors
+
+        with command_errors():
+            return super().invoke(ctx)
+
+
 app = typer.Typer(
+    cls=_Commands,
     help="Evaluate LLM agents on YAML tasks with simulated users, graders and a CI gate.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _command(ctx: typer.Context) -> None:
+    # Every command reads each YAML file once, however many steps look at it.
+    from harness.specs.located import read_once
+
+    ctx.with_resource(read_once())
+
+
 app.command("run-eval")(run_eval.run_eval)
 app.command()(grade.grade)
 app.command()(compare.compare)
@@ -40,6 +67,7 @@ app.add_typer(gate.baseline_app, name="baseline")
 app.add_typer(tasks.tasks_app, name="tasks")
 app.add_typer(domains.domains_app, name="domains")
 app.command()(init.init)
+app.command()(climb.climb)
 
 
 def main() -> None:

@@ -15,7 +15,10 @@ from harness.project import ProjectError
 from harness.registry import DuplicateEntry
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from harness.pipeline.runner import Outcome
+    from harness.store import Store
 
 StoreOpt = Annotated[Path, typer.Option(help="SQLite results file.")]
 CacheOpt = Annotated[Path, typer.Option(help="Response cache file.")]
@@ -64,6 +67,12 @@ PLUGIN_ERRORS = (ProjectError, DuplicateEntry, UnresolvedReference)
 """A project file, plug-in or reference that cannot be loaded: the user's input, not a crash."""
 
 
+# Exit codes (README): a decision failed (a gate, a regression) is not the harness failing.
+EXIT_DECISION = 1
+EXIT_BAD_INPUT = 2
+EXIT_HARNESS = 3
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Print located input errors one per line on stderr and exit with 2, without a traceback."""
@@ -73,16 +82,45 @@ def user_errors() -> Iterator[None]:
         yield
     except SpecError as exc:
         for problem in exc.problems:
-            typer.echo(str(problem), err=True)
-        raise typer.Exit(2) from None
+            echo_error(str(problem))
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     except PLUGIN_ERRORS as exc:
         fail(f"harness: {exc}")
 
 
+@contextmanager
+def command_errors() -> Iterator[None]:
+    """Around every command: bad input is its lines and exit 2 (`user_errors`); anything else
+    that escapes (a store locked past its deadline, a bug) is one line and exit 3, the harness's
+    own failure, never 1. `HARNESS_DEBUG=1` shows the traceback instead."""
+    import os
+
+    import click
+
+    try:
+        with user_errors():
+            yield
+    except (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException, click.Abort):
+        raise
+    except Exception as exc:
+        if os.environ.get("HARNESS_DEBUG"):
+            raise
+        echo_error(f"harness: error: {type(exc).__name__}: {exc}")
+        raise typer.Exit(EXIT_HARNESS) from None
+
+
+def echo_error(message: str) -> None:
+    """One line on stderr, with every secret masked (a value echoed from a state file, a key)."""
+    from harness.secrets import redact
+
+    lines = redact(message).splitlines()
+    typer.echo(lines[0] if lines else "", err=True)
+
+
 def fail(message: str) -> NoReturn:
     """Bad input the command found itself: one line on stderr, exit 2."""
-    typer.echo(message, err=True)
-    raise typer.Exit(2)
+    echo_error(message)
+    raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def parse_model_option(option: str, text: str) -> dict[str, Any]:
@@ -107,18 +145,33 @@ def announce(pipeline_id: str, name: str) -> None:
     typer.echo(f"pipeline {pipeline_id} ({name}) started", err=True)
 
 
+def warn_unsandboxed(store: Store, run_id: str, console: Console) -> None:
+    """The summary's warning when checker code of a run ran without a real sandbox."""
+    count = store.unsandboxed_verdicts(run_id)
+    if count:
+        console.print(
+            f"warning: checker code of {count} verdict(s) of run {run_id} ran in the audit-hook "
+            "subprocess, which is not a security boundary; install bubblewrap (bwrap) or run "
+            "a Docker engine",
+            style="yellow",
+            markup=False,
+            highlight=False,
+        )
+
+
 def print_outcome(outcome: Outcome, store_path: Path) -> int:
-    """Print every report and the pipeline's summary; the exit code (1 when a gate failed or a
-    node failed)."""
+    """Print every report and the pipeline's summary; the exit code: 1 when a gate failed, 3
+    when a node failed (the harness could not finish: no decision stands)."""
     from rich.console import Console
 
-    from harness.pipeline.types import Report
+    from harness.pipeline.types import Graded, Report
     from harness.report.terminal import print_report
+    from harness.secrets import redact
     from harness.store import Store
 
     console = Console()
     execution = outcome.execution
-    exit_code = 1 if execution.failed else 0
+    exit_code = 0
     store = Store(store_path)
     try:
         for output in execution.outputs.values():
@@ -126,15 +179,19 @@ def print_outcome(outcome: Outcome, store_path: Path) -> int:
                 continue
             print_report(store, output.contents(), console)
             if not all(gate.result.passed for gate in output.gates):
-                exit_code = 1
+                exit_code = EXIT_DECISION
             for file in output.files:
                 console.print(f"wrote {file}")
+        graded = {o.run_id for o in execution.outputs.values() if isinstance(o, Graded)}
+        for run_id in sorted(graded):
+            warn_unsandboxed(store, run_id, console)
     finally:
         store.close()
     states = ", ".join(f"{node} {status.state}" for node, status in execution.statuses.items())
     console.print(f"pipeline {outcome.pipeline_id} ({outcome.plan.name}): {states}")
     for node, status in execution.statuses.items():
         if status.error:
-            console.print(f"[red]node {node} failed: {status.error}[/red]")
+            line = f"node {node} failed: {redact(status.error)}"
+            console.print(line, style="red", markup=False, highlight=False)
     console.print(f"stored in {store_path}")
-    return exit_code
+    return EXIT_HARNESS if execution.failed else exit_code

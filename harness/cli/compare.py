@@ -67,9 +67,12 @@ def compare(
 ) -> None:
     """Is variant B better than A? Paired statistics on the same tasks, personas and seeds.
 
-    Pass rates with intervals, their paired difference (bootstrap) and exact McNemar test,
-    pass^k, the relative judge's win rate, breakdowns per level and tag, cost/latency/turn
-    deltas and the tasks that flipped. Either plays both variants, or compares two stored runs."""
+    A one-line verdict (better, worse, or no detectable difference with the minimum detectable
+    effect), pass rates with intervals, their difference with the task as the unit (paired
+    cluster bootstrap, sign-flip test over tasks; McNemar over trials shown for reference only),
+    pass^k at k = 1, 2, 4, 8, n, the relative judge's win rate, breakdowns per level and tag,
+    cost/latency/turn deltas and the tasks that flipped. Either plays both variants, or compares
+    two stored runs."""
     from rich.console import Console
 
     from harness.cli.templates import COMPARE_SHORTCUTS, compare_dag

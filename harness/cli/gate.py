@@ -17,11 +17,24 @@ baseline_app = typer.Typer(help="The run that gates compare candidates with.", n
 def gate(
     config: Annotated[Path, typer.Option(help="The gate's thresholds.")] = defaults.GATE_CONFIG,
     candidate: Annotated[
-        str | None, typer.Option(help="The run to judge (default: the newest run).")
+        str | None,
+        typer.Option(
+            help="The run to judge (default: the newest run of the baseline's suite and "
+            "variant lineage)."
+        ),
     ] = None,
     baseline: Annotated[
-        str | None, typer.Option(help="The run to compare with (default: the stored baseline).")
+        str | None,
+        typer.Option(help="The run to compare with (default: the stored baseline of the suite)."),
     ] = None,
+    allow_suite_change: Annotated[
+        bool,
+        typer.Option(
+            "--allow-suite-change",
+            help="Compare runs of different suites (task ids and contents) on the tasks both "
+            "played, listed; otherwise refused.",
+        ),
+    ] = False,
     junit: Annotated[Path | None, typer.Option(help="JUnit XML (default: the config's).")] = None,
     markdown: Annotated[
         Path | None, typer.Option(help="Markdown summary (default: the config's).")
@@ -30,26 +43,30 @@ def gate(
 ) -> None:
     """The CI regression gate: may the candidate run replace the baseline?
 
-    Exit 0 when it may; 1 naming every rule it breaks (level floors, a significant drop, a
-    regression-suite task now failing every trial, cost and latency budgets); 2 on a bad config
-    or missing runs. Writes JUnit XML and a Markdown summary."""
+    Exit 0 when it may; 1 naming every rule it breaks (errors without evidence, too few tasks,
+    level floors, a significant drop over tasks, a regression-suite task now failing every
+    trial, cost and latency budgets); 2 on a bad config, missing runs, or runs of different
+    suites without --allow-suite-change. Writes JUnit XML and a Markdown summary."""
     from rich.console import Console
+    from rich.markup import escape
 
     from harness.pipeline.stored import gate_stored
     from harness.report.terminal import print_gate
 
     with user_errors():
-        done = gate_stored(store, config, candidate, baseline, junit, markdown)
+        done = gate_stored(store, config, candidate, baseline, junit, markdown, allow_suite_change)
     result, console = done.result, Console()
     if result.baseline_run is None:
         console.print(
-            "[yellow]no baseline: only level floors and budgets apply "
+            "[yellow]no baseline: only the error, task-count, floor and budget rules apply "
             "(harness baseline set RUN_ID)[/yellow]"
         )
     console.print(
         f"candidate {result.candidate_run} ({result.candidate_variant}) against baseline "
         f"{result.baseline_run or 'none'}"
     )
+    for note in result.notes:
+        console.print(f"  {escape(note)}")
     print_gate(result, console)
     for file in done.files:
         console.print(f"wrote {file}")
@@ -61,35 +78,48 @@ def baseline_set(
     run_id: Annotated[str, typer.Argument(help="The run that production stands on.")],
     store: StoreOpt = defaults.RESULTS_STORE,
 ) -> None:
-    """Make a stored run the baseline of `harness gate`."""
+    """Make a stored run the baseline of `harness gate` for its suite (the task ids it played
+    and their content hashes): one baseline per suite."""
+    from harness.gate.suites import SUITE_PREFIX, run_suite, suite_id
     from harness.store import Store
 
     results = Store(store) if store.is_file() else None
     info = results.run(run_id) if results else None
     if results is None or info is None:
         fail(f"{store}: no run {run_id!r}")
-    results.set_baseline(run_id)
+    suite = run_suite(results, info)
+    results.set_baseline(run_id, SUITE_PREFIX + suite_id(suite))
     results.close()
-    typer.echo(f"baseline: {run_id} ({info.variant} {info.variant_hash})")
+    typer.echo(
+        f"baseline: {run_id} ({info.variant} {info.variant_hash}) for suite {suite_id(suite)} "
+        f"of {len(suite)} tasks"
+    )
 
 
 @baseline_app.command("show")
 def baseline_show(store: StoreOpt = defaults.RESULTS_STORE) -> None:
-    """Show the baseline run and its pass rate."""
+    """Show each suite's baseline run and its pass rate, the most recently set first."""
+    from harness.gate.suites import run_suite, suite_id
     from harness.report.summary import run_figures
     from harness.store import Store
 
     results = Store(store) if store.is_file() else None
-    run_id = results.baseline() if results else None
-    if results is None or run_id is None:
+    baselines = results.baselines() if results else []
+    if results is None or not baselines:
         fail(f"{store}: no baseline set (harness baseline set RUN_ID)")
-    figures = run_figures(results, run_id)
+    for _, run_id, set_at in baselines:
+        info = results.run(run_id)
+        if info is None:
+            continue
+        figures = run_figures(results, run_id)
+        suite = run_suite(results, info)
+        typer.echo(
+            f"baseline: {run_id} ({figures.variant} {figures.variant_hash}), pass rate "
+            f"{figures.rate:.1%} ({figures.passed}/{figures.graded}, 95% Wilson CI "
+            f"{figures.low:.1%}-{figures.high:.1%}); suite {suite_id(suite)} of {len(suite)} "
+            f"tasks, set {set_at}"
+        )
     results.close()
-    typer.echo(
-        f"baseline: {run_id} ({figures.variant} {figures.variant_hash}), pass rate "
-        f"{figures.rate:.1%} ({figures.passed}/{figures.graded}, 95% Wilson CI "
-        f"{figures.low:.1%}-{figures.high:.1%})"
-    )
 
 
 def history(store: StoreOpt = defaults.RESULTS_STORE) -> None:

@@ -16,6 +16,7 @@ from harness.cli._common import (
     TimeoutOpt,
     parse_model_option,
     user_errors,
+    warn_unsandboxed,
 )
 
 
@@ -42,6 +43,7 @@ def grade(
     from harness.pipeline.runner import RunOptions
     from harness.pipeline.stored import regrade
     from harness.report.terminal import print_run
+    from harness.store import Store
 
     options = RunOptions(
         store=store,
@@ -53,4 +55,10 @@ def grade(
     with user_errors():
         judge = parse_model_option("--judge-model", judge_model) if judge_model else None
         figures = regrade(options, run_id, judge, concurrency)
-    print_run(figures, Console())
+    console = Console()
+    print_run(figures, console)
+    results = Store(store)
+    try:
+        warn_unsandboxed(results, run_id, console)
+    finally:
+        results.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import inspect
 import json
 import typing
@@ -42,6 +43,10 @@ def tool(method: Callable[..., Any]) -> Callable[..., Any]:
     return method
 
 
+class _BadArguments(ValueError):
+    """Arguments a tool's parameters refuse; the message lists what is wrong."""
+
+
 class _Tool:
     """A bound description of one tool: spec for the model, argument model for validation."""
 
@@ -63,10 +68,59 @@ class _Tool:
         description = inspect.getdoc(method) or ""
         self.spec = ToolSpec(name=name, description=description, parameters=schema)
 
+    def parse(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The arguments to call the method with; `_BadArguments` says what is wrong."""
+        try:
+            return self.arguments.model_validate(arguments).model_dump()
+        except ValidationError as exc:
+            raise _BadArguments(
+                "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}"
+                    for e in exc.errors()
+                )
+            ) from None
+
+    def bind(self, env: Environment) -> Callable[..., Any]:
+        return getattr(env, self.name)
+
+
+class _DataTool:
+    """A tool described by data (name, description, JSON-schema parameters), as an app offered
+    it to its model; `Environment.call_data_tool` runs it."""
+
+    is_async = False
+
+    def __init__(self, spec: ToolSpec):
+        from jsonschema.validators import validator_for
+
+        self.name, self.spec = spec.name, spec
+        self._validator = validator_for(spec.parameters)(spec.parameters)
+
+    def parse(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
+        if errors:
+            raise _BadArguments(
+                "; ".join(
+                    f"{'.'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in errors
+                )
+            )
+        return dict(arguments)
+
+    def bind(self, env: Environment) -> Callable[..., Any]:
+        return lambda **arguments: env.call_data_tool(self.name, arguments)
+
 
 class Environment:
     """A domain's state and tools. Subclasses add `@tool` methods and may give a `State` model
-    that validates a task's start state."""
+    that validates a task's start state.
+
+    Hooks for tasks made from production traces (`harness traces to-tasks --domain REF`):
+    `observed_state(calls)` seeds the start state from the tool results production saw, and
+    `expected_state(calls)` states the final state a successful conversation implies; `calls`
+    are (tool, arguments, result) of production's successful tool calls, from any app, so a
+    hook should skip what it does not recognise. A domain whose tools are data rather than
+    methods (the bundled `replay` domain) overrides `for_state(state)` to return
+    `with_tools(specs)` and runs those tools in `call_data_tool(name, arguments)`."""
 
     domain: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -79,7 +133,7 @@ class Environment:
     declared, any `AB-123`-like id is an `id`."""
     tool_timeout_s: ClassVar[float] = 30.0
     State: ClassVar[type[BaseModel] | None] = None
-    _tools: ClassVar[dict[str, _Tool]]
+    _tools: ClassVar[dict[str, _Tool | _DataTool]]
 
     def __init__(self, state: dict[str, Any]):
         self.state: dict[str, Any] = copy.deepcopy(state)
@@ -102,6 +156,27 @@ class Environment:
     @classmethod
     def tool_names(cls) -> list[str]:
         return list(cls._tools)
+
+    @classmethod
+    def for_state(cls, state: dict[str, Any]) -> type[Environment]:
+        """The class that plays a task starting from `state`: this class, unless the domain's
+        tools are data of the task (the `replay` domain returns `with_tools` of the tools the
+        state records). Asked before a task's checks are matched against the tools, and for
+        every episode."""
+        return cls
+
+    @classmethod
+    def with_tools(cls, specs: list[ToolSpec]) -> type[Environment]:
+        """A subclass that also offers tools described by data (name, description, JSON-schema
+        parameters, e.g. from an LLM call's `tools`), run by `call_data_tool`; a `@tool` method
+        of the same name wins. The same specs give the same class."""
+        key = json.dumps([s.model_dump(mode="json") for s in specs], sort_keys=True)
+        return _with_tools(cls, key)
+
+    def call_data_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Run a tool that `with_tools` declared, with validated arguments: its JSON result, or
+        `ToolError` for a refusal. A domain that declares data tools overrides this."""
+        raise ToolError(f"tool '{name}' has no implementation in {type(self).__name__}")
 
     @classmethod
     def observed_state(cls, calls: list[tuple[str, dict[str, Any], Any]]) -> dict[str, Any]:
@@ -129,19 +204,16 @@ class Environment:
         if described is None:
             return ToolOutcome(f"Error: unknown tool '{name}'", is_error=True)
         try:
-            parsed = described.arguments.model_validate(arguments)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
-            )
-            return ToolOutcome(f"Error: invalid arguments for {name}: {problems}", is_error=True)
-        method = getattr(self, name)
+            parsed = described.parse(arguments)
+        except _BadArguments as exc:
+            return ToolOutcome(f"Error: invalid arguments for {name}: {exc}", is_error=True)
+        method = described.bind(self)
         try:
             if described.is_async:
                 async with asyncio.timeout(timeout_s):
-                    result = await method(**parsed.model_dump())
+                    result = await method(**parsed)
             else:
-                result = method(**parsed.model_dump())
+                result = method(**parsed)
         except ToolError as exc:
             return ToolOutcome(f"Error: {exc}", is_error=True)
         except TimeoutError:
@@ -151,9 +223,18 @@ class Environment:
         return ToolOutcome(json.dumps(result, sort_keys=True))
 
 
+@functools.lru_cache(maxsize=256)
+def _with_tools(cls: type[Environment], specs_json: str) -> type[Environment]:
+    """`Environment.with_tools`, cached by the specs' JSON text."""
+    specs = [ToolSpec.model_validate(s) for s in json.loads(specs_json)]
+    subclass = type(cls.__name__, (cls,), {"__module__": cls.__module__, "__doc__": cls.__doc__})
+    subclass._tools = {**{s.name: _DataTool(s) for s in specs}, **subclass._tools}
+    return subclass
+
+
 E = TypeVar("E", bound=type[Environment])
 DOMAINS: Registry[type[Environment]] = Registry(
-    "domain", ("harness.domains.support",), group="harness.domains"
+    "domain", ("harness.domains.support", "harness.domains.replay"), group="harness.domains"
 )
 
 

@@ -4,9 +4,17 @@
 `python -I -S -B -c <source> CPU_S MEMORY_MB FILE_MB OPEN_FILES FILE_WRITES` (isolated, standard
 library only as in the Docker image, no .pyc writes) in a fresh directory, the sandbox directory,
 and sends one line of JSON, `{"code", "function", "args"}`, on stdin. The checker's output
-(stdout and stderr) goes to stdout; the single JSON result line goes to the original stderr,
-which the checker does not print to, so text it echoes from a transcript cannot pass for its
-result. Kept to the standard library: the Docker backend runs it in a stock image.
+(stdout and stderr) goes to stdout; the result goes to the original stderr, which the checker
+does not print to, so text it echoes from a transcript cannot pass for its result. Kept to the
+standard library: the Docker backend runs it in a stock image.
+
+The hook is a tripwire, not the boundary (Docker or bubblewrap is: code below the audit events,
+such as libc calls, goes around any hook). What it refuses it records: the refusal line
+(`REFUSED` and the reason) goes to the result channel and the process ends at once with
+`REFUSED_STATUS`, so a checker that catches the error cannot go on to return a pass. The result
+line is written only after the checker returned; the parent takes a result only from a process
+that exited 0 with exactly one line on the channel, so a line the checker wrote there itself
+stands at most for a value it could have returned.
 
 The audit hook lets the checker
 - read the sandbox directory, the interpreter's trees (prefixes and import path), the time zone
@@ -32,6 +40,8 @@ import sys
 from collections.abc import Callable
 
 MB = 1024 * 1024
+REFUSED = "\x00refused\x00 "  # starts the line of a refused operation on the result channel
+REFUSED_STATUS = 86  # the exit status after a refusal
 TIME_ZONES = "/usr/share/zoneinfo"  # public data that `zoneinfo` reads
 DEVICES = frozenset({"/dev/null", "/dev/urandom"})  # the only non-regular files a checker may open
 WRITABLE_FILES = frozenset({"/dev/null"})  # besides the sandbox directory
@@ -118,7 +128,7 @@ def readable_roots() -> tuple[str, ...]:
 
 
 def audit_hook(
-    sandbox: str, roots: tuple[str, ...], file_writes: int
+    sandbox: str, roots: tuple[str, ...], file_writes: int, result_fd: int = 2
 ) -> Callable[[str, tuple[object, ...]], None]:
     """The hook that refuses what a checker must not do (the policy is in the module docstring).
 
@@ -131,6 +141,8 @@ def audit_hook(
     readlink, stat, fs_encoding = os.readlink, os.stat, sys.getfilesystemencoding()
     item, type_of, str_type, bytes_type, int_type = tuple.__getitem__, type, str, bytes, int
     decode, forbidden, os_error = bytes.decode, PermissionError, OSError
+    encode, replace, write, end = str.encode, str.replace, os.write, os._exit
+    refused, refused_status = REFUSED, REFUSED_STATUS
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
     inside = sandbox + "/"
     root_prefixes = tuple(root + "/" for root in roots)
@@ -143,89 +155,97 @@ def audit_hook(
 
     def hook(event: str, args: tuple[object, ...]) -> None:
         nonlocal writes_left
-        if event == "open":  # (path, mode, flags); the path is str, bytes or a file descriptor
-            paths, access = args[:1], "write" if args[2] & write_flags else "read"
-        elif event in read_events:
-            paths, access = args[:1], "read"
-        elif event in write_events:
-            paths, access = args[:2] if event == "os.rename" else args[:1], "write"
-        elif event == "import":  # (name, file of an extension module or None, ...)
-            if args[0] in refused_modules or args[0].startswith("_test"):
-                raise forbidden(f"forbidden: importing {args[0]}")
-            paths, access = args[1:2], "native code"
-        elif event in refused_events or event.startswith(refused_prefixes):
-            raise forbidden(f"forbidden: {event}")
-        else:
-            return
-        for path in paths:
-            if path is None:  # os.listdir(): the sandbox directory; import: not an extension
-                continue
-            if type_of(path) is int_type:  # a descriptor of something it was allowed to open
-                if access == "write" and event != "open":
-                    raise forbidden(f"forbidden: {event} on a file descriptor")
-                continue
-            if type_of(path) is bytes_type:
-                path = decode(path, fs_encoding, "surrogateescape")
-            elif type_of(path) is not str_type:  # a str subclass: do not call its methods
-                raise forbidden(f"forbidden: {event} with a path that is not a str")
-            # Resolve like the kernel: relative to the sandbox (the working directory, which
-            # cannot change), `..` and symbolic links component by component.
-            todo = (path if path.startswith("/") else inside + path).split("/")
-            todo.reverse()
-            parts: list[str] = []
-            links = 0
-            while todo:
-                part = todo.pop()
-                if part == "" or part == ".":
+        try:
+            if event == "open":  # (path, mode, flags); the path is str, bytes or a file descriptor
+                paths, access = args[:1], "write" if args[2] & write_flags else "read"
+            elif event in read_events:
+                paths, access = args[:1], "read"
+            elif event in write_events:
+                paths, access = args[:2] if event == "os.rename" else args[:1], "write"
+            elif event == "import":  # (name, file of an extension module or None, ...)
+                if args[0] in refused_modules or args[0].startswith("_test"):
+                    raise forbidden(f"forbidden: importing {args[0]}")
+                paths, access = args[1:2], "native code"
+            elif event in refused_events or event.startswith(refused_prefixes):
+                raise forbidden(f"forbidden: {event}")
+            else:
+                return
+            for path in paths:
+                if path is None:  # os.listdir(): the sandbox directory; import: not an extension
                     continue
-                if part == "..":
-                    if parts:
-                        parts.pop()
+                if type_of(path) is int_type:  # a descriptor of something it was allowed to open
+                    if access == "write" and event != "open":
+                        raise forbidden(f"forbidden: {event} on a file descriptor")
                     continue
-                parts.append(part)
-                try:
-                    target = readlink("/" + "/".join(parts))
-                except os_error:  # not a link, or does not exist
-                    continue
-                links += 1
-                if links > 40:
-                    raise forbidden(f"forbidden: too many symbolic links in {path}")
-                parts.pop()
-                if target.startswith("/"):
-                    parts.clear()
-                more = target.split("/")
-                more.reverse()
-                todo += more
-            real = "/" + "/".join(parts)
-            if access == "write":
-                # The directory itself may be opened (tempfile does, with an opener), not changed.
-                if not (
-                    real.startswith(inside)
-                    or real in writable
-                    or (event == "open" and real == sandbox)
-                ):
-                    action = "writing" if event == "open" else event
-                    raise forbidden(f"forbidden: {action} {real} outside the sandbox directory")
-                writes_left -= 1
-                if writes_left < 0:
-                    raise forbidden(f"forbidden: more than {file_writes} file writes")
-            elif access == "read":
-                if not (real in readable or real.startswith(readable_prefixes)):
-                    raise forbidden(f"forbidden: reading {real} outside the allowed paths")
-            elif not real.startswith(root_prefixes):
-                raise forbidden(f"forbidden: loading native code from {real}")
-            # Descriptors of directories only in the sandbox: paths relative to one (dir_fd,
-            # which the hook does not see) then still resolve inside it. And no devices.
-            if event == "open":
-                try:
-                    kind = item(stat(real), 0) & 0o170000
-                except os_error:  # does not exist (yet)
-                    kind = 0
-                if kind == 0o040000:
-                    if not (real == sandbox or real.startswith(inside)):
-                        raise forbidden(f"forbidden: opening the directory {real}")
-                elif kind not in (0, 0o100000) and real not in devices:
-                    raise forbidden(f"forbidden: opening {real}, which is not a regular file")
+                if type_of(path) is bytes_type:
+                    path = decode(path, fs_encoding, "surrogateescape")
+                elif type_of(path) is not str_type:  # a str subclass: do not call its methods
+                    raise forbidden(f"forbidden: {event} with a path that is not a str")
+                # Resolve like the kernel: relative to the sandbox (the working directory, which
+                # cannot change), `..` and symbolic links component by component.
+                todo = (path if path.startswith("/") else inside + path).split("/")
+                todo.reverse()
+                parts: list[str] = []
+                links = 0
+                while todo:
+                    part = todo.pop()
+                    if part == "" or part == ".":
+                        continue
+                    if part == "..":
+                        if parts:
+                            parts.pop()
+                        continue
+                    parts.append(part)
+                    try:
+                        target = readlink("/" + "/".join(parts))
+                    except os_error:  # not a link, or does not exist
+                        continue
+                    links += 1
+                    if links > 40:
+                        raise forbidden(f"forbidden: too many symbolic links in {path}")
+                    parts.pop()
+                    if target.startswith("/"):
+                        parts.clear()
+                    more = target.split("/")
+                    more.reverse()
+                    todo += more
+                real = "/" + "/".join(parts)
+                if access == "write":
+                    # The directory itself may be opened (tempfile does, with an opener),
+                    # not changed.
+                    if not (
+                        real.startswith(inside)
+                        or real in writable
+                        or (event == "open" and real == sandbox)
+                    ):
+                        action = "writing" if event == "open" else event
+                        raise forbidden(f"forbidden: {action} {real} outside the sandbox directory")
+                    writes_left -= 1
+                    if writes_left < 0:
+                        raise forbidden(f"forbidden: more than {file_writes} file writes")
+                elif access == "read":
+                    if not (real in readable or real.startswith(readable_prefixes)):
+                        raise forbidden(f"forbidden: reading {real} outside the allowed paths")
+                elif not real.startswith(root_prefixes):
+                    raise forbidden(f"forbidden: loading native code from {real}")
+                # Descriptors of directories only in the sandbox: paths relative to one (dir_fd,
+                # which the hook does not see) then still resolve inside it. And no devices.
+                if event == "open":
+                    try:
+                        kind = item(stat(real), 0) & 0o170000
+                    except os_error:  # does not exist (yet)
+                        kind = 0
+                    if kind == 0o040000:
+                        if not (real == sandbox or real.startswith(inside)):
+                            raise forbidden(f"forbidden: opening the directory {real}")
+                    elif kind not in (0, 0o100000) and real not in devices:
+                        raise forbidden(f"forbidden: opening {real}, which is not a regular file")
+        except forbidden as exc:  # recorded where the checker cannot take it back, then the end
+            line = refused + replace(exc.args[0], "\n", " ") + "\n"
+            try:
+                write(result_fd, encode(line, "utf-8", "surrogateescape"))
+            finally:
+                end(refused_status)
 
     return hook
 
@@ -277,7 +297,7 @@ def main() -> None:
     sys.stderr = sys.stdout
     payload = json.loads(sys.stdin.buffer.readline())
     sys.stdin.close()
-    sys.addaudithook(audit_hook(os.getcwd(), readable_roots(), file_writes))
+    sys.addaudithook(audit_hook(os.getcwd(), readable_roots(), file_writes, result.fileno()))
     line = call_checker(payload["code"], payload["function"], payload["args"], memory_mb, file_mb)
     with contextlib.suppress(Exception):  # the checker may have closed or replaced it
         sys.stdout.flush()

@@ -19,7 +19,8 @@ async def grade(transcript: Transcript, context: CheckContext) -> Verdict:
 def decide(transcript: Transcript, results: list[CheckResult]) -> Verdict:
     """The verdict from check results. A failed hard check fails the task; otherwise an episode
     that ended in error, or a hard check that could not decide, gives an `error` verdict:
-    excluded from pass rates and never counted as a fail."""
+    excluded from pass rates and never counted as a fail. A soft check that could not decide
+    leaves a pass a pass, and says so in its reason (`Verdict.soft_errors`)."""
     base = {
         "task_id": transcript.task_id,
         "trial": transcript.trial,
@@ -44,6 +45,10 @@ def decide(transcript: Transcript, results: list[CheckResult]) -> Verdict:
         return Verdict(
             **base, outcome="error", error_side=error_side(errored), reason=_reasons(errored)
         )
+    undecided = [c for c in results if not c.hard and not c.diagnostic and c.outcome == "error"]
+    if undecided:
+        reason = f"all hard checks passed; soft checks could not decide: {_reasons(undecided)}"
+        return Verdict(**base, outcome="pass", reason=reason)
     return Verdict(**base, outcome="pass", reason="all hard checks passed")
 
 

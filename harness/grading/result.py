@@ -20,6 +20,7 @@ class Finding:
     reason: str
     score: float | None = None  # None: 1 for a pass, 0 otherwise
     error_side: Side = Side.CHECKER  # who failed, when the outcome is an error
+    sandbox: str | None = None  # where checker code ran (docker, bwrap, subprocess)
 
 
 class CheckResult(BaseModel):
@@ -40,6 +41,10 @@ class CheckResult(BaseModel):
     hard: bool = Field(default=True, description="Copied from the check spec.")
     weight: float = Field(default=1.0, description="Copied from the check spec.")
     diagnostic: bool = Field(default=False, description="Copied from the check spec.")
+    sandbox: str | None = Field(
+        default=None,
+        description="Where checker code ran: docker, bwrap, or subprocess (no boundary).",
+    )
 
     @property
     def gates(self) -> bool:
@@ -62,3 +67,8 @@ class Verdict(BaseModel):
     def failed_checks(self) -> list[CheckResult]:
         """Gating checks that did not pass."""
         return [c for c in self.checks if c.gates and c.outcome != "pass"]
+
+    def soft_errors(self) -> list[CheckResult]:
+        """Soft checks that could not decide: they leave the outcome alone but the episode's
+        evidence is incomplete, so reports show them and the gate counts them as errors."""
+        return [c for c in self.checks if not c.hard and not c.diagnostic and c.outcome == "error"]

@@ -206,6 +206,8 @@ class ManagedModel:
         usage.cost_usd = self.runtime.prices.cost(
             self.name, usage.input_tokens, usage.output_tokens
         )
+        if self.name in self.runtime.prices.unpriced:
+            usage.unpriced = [self.name]
         if self.cache:
             self.cache.put(key, completion)
         return completion

@@ -25,7 +25,7 @@ from harness.pipeline.types import NodeOutput
 from harness.specs.base import Spec
 from harness.specs.dag import Dag
 from harness.specs.load import Loaded
-from harness.specs.located import Problem, SpecError, format_path
+from harness.specs.located import Problem, SpecError, format_path, under
 from harness.specs.validation import validate
 
 
@@ -86,7 +86,7 @@ def plan(loaded: Loaded[Dag]) -> Plan:
             continue
         kinds[node_id] = kind
         prefix = ("nodes", node_id, "with")
-        positions = {k[3:]: v for k, v in loaded.positions.items() if k[:3] == prefix}
+        positions = under(loaded.positions, prefix)
         try:
             params[node_id] = validate(kind.params, node.with_, positions, loaded.path)
         except SpecError as exc:
@@ -215,6 +215,7 @@ class Execution:
 
     outputs: dict[str, NodeOutput] = field(default_factory=dict)
     statuses: dict[str, NodeStatus] = field(default_factory=dict)
+    finished: bool = False  # every node had its turn (none was cut short by an exception)
 
     @property
     def failed(self) -> list[str]:

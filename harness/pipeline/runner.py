@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,8 @@ from harness.specs.load import Loaded
 from harness.specs.located import Location, PathKey, SpecError
 from harness.specs.overrides import Override, apply_overrides
 from harness.specs.validation import validate
-from harness.store import Store
+from harness.store import Store, new_id
+from harness.store.lock import pipeline_lock
 
 if TYPE_CHECKING:
     from harness.models import ModelRuntime
@@ -162,16 +164,25 @@ def run_pipeline(
 
     pipeline = prepare(data, positions, source)
     preflight(pipeline)
-    runtime = model_runtime(options)
     config = {"source": str(source), "dag": data}
-    store = Store(options.store)
-    pipeline_id = store.new_pipeline(pipeline.name, config, pipeline_id)
-    if options.on_start is not None:
-        options.on_start(pipeline_id, pipeline.name)
-    tracing = options.traces is not None or options.weave_project is not None
-    tracer = open_tracer(options.weave_project, options.traces or Path()) if tracing else NO_TRACER
-    execution, status = Execution(), "failed"
-    try:
+    pipeline_id = pipeline_id or new_id("dag-")
+    execution = Execution()
+    with ExitStack() as resources:  # closed in reverse order, whatever happens
+        store = Store(options.store)
+        resources.callback(store.close)
+        # Refused while another process runs this pipeline; released when this one ends.
+        resources.enter_context(pipeline_lock(options.store, pipeline_id))
+        runtime = model_runtime(options)
+        resources.callback(runtime.close)
+        store.new_pipeline(pipeline.name, config, pipeline_id)
+        if options.on_start is not None:
+            options.on_start(pipeline_id, pipeline.name)
+        tracing = options.traces is not None or options.weave_project is not None
+        tracer = (
+            open_tracer(options.weave_project, options.traces or Path()) if tracing else NO_TRACER
+        )
+        resources.callback(tracer.close)
+        resources.callback(_record, store, pipeline_id, execution)
         with Board(enabled=options.progress) as board:
             base = NodeContext(
                 store, runtime, tracer, board, pipeline_id, "", fresh=options.fresh, config=config
@@ -184,22 +195,24 @@ def run_pipeline(
                     await runtime.aclose()
 
             asyncio.run(main())
-        status = "failed" if execution.failed else "done"
-    finally:
-        begin = min((s.started for s in execution.statuses.values() if s.started), default=0.0)
-        nodes = {
-            node_id: {
-                "kind": s.kind,
-                "state": s.state,
-                "key": s.key,
-                "error": s.error,
-                "start_s": round(max(s.started - begin, 0.0), 3),
-                "end_s": round(max(s.finished - begin, 0.0), 3),
-            }
-            for node_id, s in execution.statuses.items()
-        }
-        store.finish_pipeline(pipeline_id, status, nodes)
-        store.close()
-        runtime.close()
-        tracer.close()
+        execution.finished = True
     return Outcome(pipeline_id, pipeline, execution, config)
+
+
+def _record(store: Store, pipeline_id: str, execution: Execution) -> None:
+    """Store what each node did, and the pipeline's status (failed unless it ran to the end
+    with no node failed)."""
+    begin = min((s.started for s in execution.statuses.values() if s.started), default=0.0)
+    nodes = {
+        node_id: {
+            "kind": s.kind,
+            "state": s.state,
+            "key": s.key,
+            "error": s.error,
+            "start_s": round(max(s.started - begin, 0.0), 3),
+            "end_s": round(max(s.finished - begin, 0.0), 3),
+        }
+        for node_id, s in execution.statuses.items()
+    }
+    status = "done" if execution.finished and not execution.failed else "failed"
+    store.finish_pipeline(pipeline_id, status, nodes)

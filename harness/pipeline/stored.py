@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from harness.compare import ComparisonResult, compare_runs
 from harness.defaults import JUDGE_MODEL
 from harness.gate import GateResult, gate_run, load_gate_config
+from harness.gate.suites import choose_runs
 from harness.pipeline.nodes import NodeContext
 from harness.pipeline.nodes.grade import grade_run
 from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
@@ -144,23 +145,21 @@ def gate_stored(
     baseline: str | None,
     junit: Path | None,
     markdown: Path | None,
+    allow_suite_change: bool = False,
 ) -> StoredGate:
     """The gate on stored runs, as the `gate` node decides it: the candidate (default: the
-    newest run but the baseline) against the baseline (default: the stored one). The decision
-    joins the gate history; the report files go where asked, else where the config says."""
+    newest run of the baseline's suite and lineage) against the baseline (default: the stored
+    baseline of the candidate's suite; `choose_runs`). The decision joins the gate history;
+    the report files go where asked, else where the config says."""
     config = load_gate_config(config_path)
     store = open_store(store_path, "no results store (run an eval first)")
     try:
-        baseline = baseline or store.baseline()
-        if candidate is None:
-            candidates = [r.id for r in store.runs() if r.id != baseline]
-            if not candidates:
-                raise SpecError.at(Location(str(store_path)), "", "no candidate run in the store")
-            candidate = candidates[-1]
-        for run_id in filter(None, (candidate, baseline)):
-            stored_run(store, run_id)
+        chosen = choose_runs(store, candidate, baseline, allow_suite_change)
+        candidate, baseline = chosen.candidate, chosen.baseline
         cases = stored_tasks(stored_run(store, candidate)).cases
-        result = gate_run(store, config, candidate, baseline, cases)
+        result = gate_run(
+            store, config, candidate, baseline, cases, allow_suite_change, chosen.notes
+        )
         contents = ReportContents(runs=[ReportedRun(candidate, levels_of(cases))], gates=[result])
         markdown = markdown or (Path(config.markdown) if config.markdown else None)
         junit = junit or (Path(config.junit) if config.junit else None)

@@ -29,6 +29,11 @@ class Tasks(NodeOutput):
 
     task_ids: list[str] = Field(description="The tasks, in order.")
     content_hash: str = Field(description="Hash of everything that defines the tasks.")
+    task_hashes: dict[str, str] = Field(
+        default_factory=dict,
+        description="Each task's content hash: a run records them as its suite, which the gate "
+        "compares with its baseline's.",
+    )
     source: dict[str, Any] = Field(description="How they were loaded (load_tasks parameters).")
     _cases: list[TaskCase] = PrivateAttr(default_factory=list)
 

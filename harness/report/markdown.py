@@ -5,6 +5,7 @@ from __future__ import annotations
 from harness.compare import ComparisonResult, PassRate
 from harness.gate import GateResult
 from harness.report.contents import ReportContents, ReportedRun
+from harness.report.lines import difference_line, mcnemar_line, verdict_line
 from harness.report.summary import run_figures
 from harness.store import Store
 
@@ -26,30 +27,47 @@ def render_markdown(store: Store, report: ReportContents) -> str:
 
 
 def _gate(gate: GateResult) -> list[str]:
+    """The decision, the failed rules with their figures, then every rule that passed."""
     verdict = "✅ **PASS**" if gate.passed else "❌ **FAIL**"
-    return [
+    out = [
         f"## Gate: {verdict}\n",
         f"Candidate `{gate.candidate_variant}` ({gate.candidate_run}), baseline "
         f"{gate.baseline_run or 'none'}.\n",
         *(f"- {reason}" for reason in gate.reasons),
         "",
     ]
+    if gate.notes:
+        out += ["Runs compared:\n", *(f"- {note}" for note in gate.notes), ""]
+    if gate.comparison is not None:
+        out += [f"Verdict: {verdict_line(gate.comparison)}.\n"]
+    passed = [rule for rule in gate.rules if rule.passed]
+    if passed:
+        out += ["Rules that hold:\n", *(f"- ✅ {rule.detail}" for rule in passed), ""]
+    if gate.baseline_run is None:
+        out += ["No baseline: the comparison rules did not apply.\n"]
+    return out
 
 
 def _comparison(r: ComparisonResult) -> list[str]:
-    d, m = r.difference, r.mcnemar
-    out = [f"## {r.b.variant} vs {r.a.variant}\n", "| | A | B |\n|---|---|---|"]
+    out = [f"## {r.b.variant} vs {r.a.variant}\n", f"**{verdict_line(r)}**\n"]
+    out.append("| | A | B |\n|---|---|---|")
     out.append(f"| pass rate | {_rate(r.a)} | {_rate(r.b)} |")
-    if r.pass_hat_k.k > 1:
-        k = r.pass_hat_k
-        out.append(f"| pass^{k.k} | {k.a:.1%} | {k.b:.1%} |")
+    for hat in r.pass_hat_k:
+        out.append(f"| pass^{hat.k} | {hat.a:.1%} | {hat.b:.1%} |")
     for name in ("cost_usd", "latency_s", "turns"):
         a, b = getattr(r.spend.a, name), getattr(r.spend.b, name)
         out.append(f"| {name} per episode | {a:.4g} | {b:.4g} |")
-    out.append(
-        f"\nB - A: **{d.estimate:+.1%}** (95% paired bootstrap CI {d.low:+.1%} "
-        f"to {d.high:+.1%}), exact McNemar p = {m.p_value:.4f}."
-    )
+    out.append(f"\n{difference_line(r)}.  ")
+    out.append(f"{mcnemar_line(r)}.")
+    rows = [
+        f"| {name} | {label} | {_rate(rates.a)} | {_rate(rates.b)} | "
+        f"{d.difference:+.1%} ({d.low:+.1%} to {d.high:+.1%}) | {d.p_value:.3f} |"
+        for name, groups in r.breakdowns.items()
+        for label, rates in groups.items()
+        if (d := rates.difference) is not None
+    ]
+    if rows:
+        out += ["\n| by | group | A | B | B - A (95% CI) | p |", "|---|---|---|---|---|---|", *rows]
     if r.relative is not None:
         rel = r.relative
         out.append(
@@ -71,6 +89,13 @@ def _run(store: Store, run: ReportedRun) -> list[str]:
     if errors:
         sides = ", ".join(f"{s} {n}" for s, n in sorted(figures.errors_by_side.items()))
         out.append(f"Errors (not counted): {errors} ({sides}).")
+    soft = sum(figures.soft_errors_by_side.values())
+    if soft:
+        sides = ", ".join(f"{s} {n}" for s, n in sorted(figures.soft_errors_by_side.items()))
+        out.append(f"Soft checks that could not decide: {soft} episodes ({sides}).")
+    unpriced = sorted({*figures.usage.unpriced, *figures.user_usage.unpriced})
+    if unpriced:
+        out.append(f"No price for {', '.join(unpriced)}: their calls are counted as $0.")
     out.append("\n| task | level | verdict | failed checks |\n|---|---|---|---|")
     for line in figures.tasks:
         why = ", ".join([*line.failed_checks, *line.error_reasons]).replace("|", "\\|")

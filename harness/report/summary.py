@@ -54,6 +54,8 @@ class RunFigures:
     trials: int
     by_task: tuple[float, float, float] | None  # bootstrap estimate, low, high (several trials)
     pass_hat_k: list[tuple[int, float]]
+    # episodes whose verdict stands while a soft check could not decide, by the side that failed
+    soft_errors_by_side: Counter[str] = field(default_factory=Counter)
 
     @property
     def rate(self) -> float:
@@ -68,10 +70,18 @@ def run_figures(store: Store, run_id: str, levels: dict[str, int] | None = None)
     lines: dict[str, TaskLine] = {}
     usage, user_usage = Usage(), Usage()
     sides: Counter[str] = Counter()
+    soft: Counter[str] = Counter()
     outcomes: dict[str, list[bool]] = defaultdict(list)
     for row in store.episode_rows(run_id):
         line = lines.setdefault(row.task_id, TaskLine(row.task_id, (levels or {}).get(row.task_id)))
         _add(line, row, sides, outcomes)
+        undecided = (
+            row.verdict.soft_errors() if row.verdict and row.verdict.outcome != "error" else []
+        )
+        if undecided:
+            side = undecided[0].error_side
+            soft[side.value if side else "unknown"] += 1
+            line.error_reasons[f"[soft, {undecided[0].name}] {undecided[0].reason[:60]}"] = None
         usage.add(row.usage)
         user_usage.add(row.user_usage)
     passed = sum(line.passed for line in lines.values())
@@ -99,6 +109,7 @@ def run_figures(store: Store, run_id: str, levels: dict[str, int] | None = None)
         trials,
         by_task,
         pass_hat,
+        soft,
     )
 
 

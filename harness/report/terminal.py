@@ -9,6 +9,7 @@ from rich.table import Table
 from harness.compare import ComparisonResult, PassRate
 from harness.gate import GateResult
 from harness.report.contents import ReportContents
+from harness.report.lines import difference_line, mcnemar_line, verdict_line
 from harness.report.summary import RunFigures, run_figures
 from harness.store import Store
 from harness.transcript import Usage
@@ -59,6 +60,15 @@ def print_run(figures: RunFigures, console: Console) -> None:
     if errors:
         by_side = ", ".join(f"{side} {n}" for side, n in sorted(figures.errors_by_side.items()))
         console.print(f"[yellow]errors {errors} ({by_side}): not counted as pass or fail[/yellow]")
+    soft = sum(figures.soft_errors_by_side.values())
+    if soft:
+        by_side = ", ".join(
+            f"{side} {n}" for side, n in sorted(figures.soft_errors_by_side.items())
+        )
+        console.print(
+            f"[yellow]soft checks that could not decide: {soft} episodes ({by_side}): their "
+            "verdicts stand, the gate counts them as errors[/yellow]"
+        )
     for role, usage in (("agent", figures.usage), ("user simulator", figures.user_usage)):
         print_usage(role, usage, console)
     console.print(f"agent [bold]{figures.variant}[/bold] hash {figures.variant_hash}")
@@ -66,15 +76,20 @@ def print_run(figures: RunFigures, console: Console) -> None:
 
 def print_usage(role: str, usage: Usage, console: Console) -> None:
     cached = f", {usage.cached_calls} from cache" if usage.cached_calls else ""
+    unpriced = (
+        f" [yellow](no price for {', '.join(usage.unpriced)}: counted as $0)[/yellow]"
+        if usage.unpriced
+        else ""
+    )
     console.print(
         f"{role}: {usage.calls} model calls{cached}, {usage.input_tokens:,} input and "
-        f"{usage.output_tokens:,} output tokens, ${usage.cost_usd:.4f}"
+        f"{usage.output_tokens:,} output tokens, ${usage.cost_usd:.4f}{unpriced}"
     )
 
 
 def _rate(side: PassRate) -> str:
     interval = f"CI {side.low:.1%}-{side.high:.1%}"
-    return f"{side.rate:.1%} ({side.passed}/{side.n}, {interval})"
+    return f"{side.rate:.1%} ({side.passed}/{side.n}, {interval} over {side.tasks} tasks)"
 
 
 def print_comparison(result: ComparisonResult, console: Console) -> None:
@@ -82,16 +97,19 @@ def print_comparison(result: ComparisonResult, console: Console) -> None:
     a, b = result.a, result.b
     console.print(f"[bold]A {a.variant}[/bold] ({a.run_id}): {_rate(a)}")
     console.print(f"[bold]B {b.variant}[/bold] ({b.run_id}): {_rate(b)}")
-    d, m = result.difference, result.mcnemar
+    console.print(f"[bold]verdict: {verdict_line(result)}[/bold]")
+    console.print(difference_line(result))
     console.print(
-        f"B - A: {d.estimate:+.1%} (95% paired bootstrap CI {d.low:+.1%} to "
-        f"{d.high:+.1%}); exact McNemar p = {m.p_value:.4f} ({m.b_only} pairs only B "
-        f"passed, {m.a_only} only A) over {result.pairs} pairs"
-        + (f", {result.excluded_errors} with errors left out" if result.excluded_errors else "")
+        mcnemar_line(result)
+        + (
+            f"; {result.excluded_errors} pairs with errors left out"
+            if result.excluded_errors
+            else ""
+        )
     )
-    hat = result.pass_hat_k
-    if hat.k > 1:
-        console.print(f"pass^{hat.k}: A {hat.a:.1%}, B {hat.b:.1%}")
+    if result.pass_hat_k:
+        hats = ", ".join(f"pass^{h.k}: A {h.a:.1%}, B {h.b:.1%}" for h in result.pass_hat_k)
+        console.print(hats)
     if result.relative is not None:
         r = result.relative
         console.print(
@@ -99,12 +117,16 @@ def print_comparison(result: ComparisonResult, console: Console) -> None:
             f"{r.high:.1%}; {r.b_wins} wins, {r.a_wins} losses, {r.ties} "
             f"ties, {r.judge_errors} judge errors)"
         )
-    table = Table(title="breakdown", title_justify="left")
-    for column in ("by", "group", "A", "B"):
+    table = Table(title="breakdown (task-clustered)", title_justify="left")
+    for column in ("by", "group", "A", "B", "B - A (95% CI)", "p"):
         table.add_column(column)
     for name, groups in result.breakdowns.items():
         for label, rates in groups.items():
-            table.add_row(name, label, _rate(rates.a), _rate(rates.b))
+            d = rates.difference
+            change = f"{d.difference:+.1%} ({d.low:+.1%} to {d.high:+.1%})" if d else ""
+            table.add_row(
+                name, label, _rate(rates.a), _rate(rates.b), change, f"{d.p_value:.3f}" if d else ""
+            )
     console.print(table)
     deltas = result.deltas
     console.print(
@@ -116,8 +138,14 @@ def print_comparison(result: ComparisonResult, console: Console) -> None:
 
 
 def print_gate(result: GateResult, console: Console) -> None:
+    """The decision, then every rule that failed with its figures (and, when it passed, the
+    rules it checked)."""
+    if result.comparison is not None:
+        console.print(f"verdict: {verdict_line(result.comparison)}")
     if result.passed:
         console.print("[bold green]gate: PASS[/bold green]")
+        for rule in result.rules:
+            console.print(f"  [green]ok[/green] {escape(rule.detail)}")
         return
     console.print("[bold red]gate: FAIL[/bold red]")
     for reason in result.reasons:

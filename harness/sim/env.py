@@ -34,8 +34,9 @@ def initial_state(task: Task) -> dict[str, Any]:
 
 
 def make_environment(task: Task, state: dict[str, Any]) -> Environment:
-    """A fresh environment of the task's domain holding a copy of `state`."""
-    return resolve_domain(task.domain)(state)
+    """A fresh environment of the task's domain holding a copy of `state` (with the tools the
+    state declares, for a domain whose tools are data: `Environment.for_state`)."""
+    return resolve_domain(task.domain).for_state(state)(state)
 
 
 def _decode(value: Any) -> Any:

@@ -16,7 +16,15 @@ from harness.specs.agent import AgentVariant
 from harness.specs.checks import kind_name
 from harness.specs.kinds import kind_of, read_mapping
 from harness.specs.load import Loaded, load_persona, load_task
-from harness.specs.located import Location, PathKey, Problem, SpecError, display, format_path
+from harness.specs.located import (
+    Location,
+    PathKey,
+    Problem,
+    SpecError,
+    display,
+    format_path,
+    under,
+)
 from harness.specs.overrides import Override, apply_overrides
 from harness.specs.persona import Persona
 from harness.specs.references import spec_files
@@ -112,9 +120,15 @@ def load_suite(
             if persona_overrides:
                 data = apply_overrides(persona.model_dump(mode="json"), persona_overrides, {})
                 persona = validate(Persona, data, {}, loaded.path)
-            domain = _domain(loaded)
+            domain = _resolve_domain(loaded)
+            bound = _bind(loaded, domain)
+            if bound is not None:
+                _check_references(loaded, bound)
             state = _start_state(loaded, domain)
-            cases.append(TaskCase(loaded, persona, domain, state))
+            if bound is None:
+                bound = domain.for_state(state)
+                _check_references(loaded, bound)
+            cases.append(TaskCase(loaded, persona, bound, state))
         except SpecError as exc:
             problems.extend(exc.problems)
     if problems:
@@ -143,12 +157,29 @@ def _persona(
     return personas[ref]
 
 
-def _domain(loaded: Loaded[Task]) -> type[Environment]:
-    task = loaded.spec
+def _resolve_domain(loaded: Loaded[Task]) -> type[Environment]:
     try:
-        domain = resolve_domain(task.domain, loaded.path.parent)
+        return resolve_domain(loaded.spec.domain, loaded.path.parent)
     except UnknownDomain as exc:
         raise SpecError([loaded.problem(("domain",), str(exc))]) from None
+
+
+def _bind(loaded: Loaded[Task], domain: type[Environment]) -> type[Environment] | None:
+    """The domain with the tools the task's start state declares (`Environment.for_state`), to
+    match the checks against; None while the state cannot be read (its own problem is reported
+    when the state is validated)."""
+    if getattr(domain.for_state, "__func__", None) is Environment.for_state.__func__:
+        return domain  # its tools are methods, whatever the state
+    try:
+        return domain.for_state(initial_state(loaded.spec))
+    except Exception:
+        return None
+
+
+def _check_references(loaded: Loaded[Task], domain: type[Environment]) -> None:
+    """The tools, checker files and state fields the checks name must exist in the domain
+    (bound to the task's start state, whose data may declare tools)."""
+    task = loaded.spec
     known = domain.tool_names()
     problems = [
         loaded.problem(
@@ -167,7 +198,6 @@ def _domain(loaded: Loaded[Task]) -> type[Environment]:
         problems += _state_problems(loaded, domain.State)
     if problems:
         raise SpecError(sorted(problems, key=lambda p: (p.location.line or 0, p.location.col or 0)))
-    return domain
 
 
 def _state_problems(loaded: Loaded[Task], model: type[BaseModel]) -> list[Problem]:
@@ -197,11 +227,7 @@ def _start_state(loaded: Loaded[Task], domain: type[Environment]) -> dict[str, A
     if domain.State is None:
         return state
     state_file = loaded.spec.start.state_file
-    positions = {
-        key[2:]: where
-        for key, where in loaded.positions.items()
-        if key[:2] == ("start", "state") and len(key) > 2
-    }
+    positions = under(loaded.positions, ("start", "state"))  # found only for a problem
     try:
         validate(domain.State, state, positions, Path(state_file) if state_file else loaded.path)
     except SpecError as exc:
@@ -218,9 +244,9 @@ def check_variant(variant: Loaded[AgentVariant], cases: list[TaskCase]) -> None:
     """Every tool the variant lists must exist in every domain it will meet, and every check of
     the tasks must observe what the agent shows (a check that cannot is no vacuous pass)."""
     problems = [] if variant.spec.shows_tool_calls else _unobservable(variant.spec, cases)
-    domains = {case.domain.domain: case.domain for case in cases}
+    domains = {case.domain: case.domain.domain or case.domain.__name__ for case in cases}
     for index, name in enumerate(variant.spec.tools):
-        for domain_name, domain in domains.items():
+        for domain, domain_name in domains.items():
             if name not in domain.tool_names():
                 known = ", ".join(domain.tool_names())
                 problems.append(
@@ -231,7 +257,7 @@ def check_variant(variant: Loaded[AgentVariant], cases: list[TaskCase]) -> None:
                     )
                 )
     if problems:
-        raise SpecError(problems)
+        raise SpecError(list(dict.fromkeys(problems)))  # replay tasks: one class per tool set
 
 
 def _unobservable(variant: AgentVariant, cases: list[TaskCase]) -> list[Problem]:

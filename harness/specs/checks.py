@@ -22,7 +22,16 @@ from harness.specs.base import Spec
 from harness.specs.located import PathKey
 
 # The one list of built-in kinds, in the order error messages and the JSON Schema show them.
-BUILTIN_KINDS = ("state", "tool_called", "tool_order", "text", "json_schema", "python", "llm_judge")
+BUILTIN_KINDS = (
+    "state",
+    "tool_called",
+    "tool_order",
+    "text",
+    "json_schema",
+    "python",
+    "llm_judge",
+    "no_error",
+)
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from harness.specs.agent import AgentVariant
+from harness.specs.climb import Climb
 from harness.specs.dag import Dag
 from harness.specs.gate import Gate
-from harness.specs.located import Location, PathKey, SpecError, display, read_yaml
+from harness.specs.located import Location, PathKey, Positions, SpecError, display, read_yaml
 from harness.specs.persona import Persona
 from harness.specs.script import Script
 from harness.specs.task import Task
@@ -22,10 +24,11 @@ KINDS: dict[str, type[BaseModel]] = {
     "dag": Dag,
     "gate": Gate,
     "script": Script,
+    "climb": Climb,
 }
 
 
-def read_mapping(path: Path) -> tuple[dict[str, Any], dict[PathKey, Location]]:
+def read_mapping(path: Path) -> tuple[dict[str, Any], Positions]:
     """Read a YAML file that must hold a mapping."""
     data, positions = read_yaml(path)
     if not isinstance(data, dict):
@@ -39,7 +42,7 @@ def read_mapping(path: Path) -> tuple[dict[str, Any], dict[PathKey, Location]]:
     return data, positions
 
 
-def kind_of(path: Path, data: dict[str, Any], positions: dict[PathKey, Location]) -> str:
+def kind_of(path: Path, data: dict[str, Any], positions: Mapping[PathKey, Location]) -> str:
     """The file's `kind:`, checked against the known kinds."""
     kind = data.get("kind")
     if kind not in KINDS:
@@ -51,7 +54,7 @@ def kind_of(path: Path, data: dict[str, Any], positions: dict[PathKey, Location]
 
 
 def expect_kind(
-    path: Path, data: dict[str, Any], positions: dict[PathKey, Location], kind: str
+    path: Path, data: dict[str, Any], positions: Mapping[PathKey, Location], kind: str
 ) -> None:
     """Refuse a file of another kind than the one a loader reads."""
     found = kind_of(path, data, positions)

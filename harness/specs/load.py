@@ -10,6 +10,7 @@ from typing import Generic, TypeVar
 from pydantic import BaseModel
 
 from harness.specs.agent import AgentVariant
+from harness.specs.climb import Climb
 from harness.specs.kinds import KINDS, expect_kind, kind_of, read_mapping
 from harness.specs.located import Location, PathKey, Problem, display, format_path, nearest
 from harness.specs.overrides import Override, apply_overrides
@@ -45,7 +46,8 @@ def load_spec(path: Path, overrides: list[Override] | None = None) -> Loaded[Bas
     """Load any spec file, choosing the model from its `kind:`."""
     data, positions = read_mapping(path)
     kind = kind_of(path, data, positions)
-    loader = {"agent": load_agent, "task": load_task, "script": load_script}.get(kind)
+    loaders = {"agent": load_agent, "task": load_task, "script": load_script, "climb": load_climb}
+    loader = loaders.get(kind)
     if loader is not None:
         return loader(path, overrides)
     data = apply_overrides(data, overrides or [], positions)
@@ -84,6 +86,24 @@ def load_script(path: Path, overrides: list[Override] | None = None) -> Loaded[S
     expect_kind(path, data, positions, "script")
     data = apply_overrides(data, overrides or [], positions)
     return Loaded(validate(Script, data, positions, path), path, positions)
+
+
+CLIMB_FILES: tuple[PathKey, ...] = (
+    ("production",),
+    ("gate",),
+    ("reflection_model", "script"),
+    ("judge_model", "script"),
+)
+
+
+def load_climb(path: Path, overrides: list[Override] | None = None) -> Loaded[Climb]:
+    """Load a climb; the files it names are resolved against it (task folders, when used)."""
+    data, positions = read_mapping(path)
+    expect_kind(path, data, positions, "climb")
+    data = apply_overrides(data, overrides or [], positions)
+    for keys in CLIMB_FILES:
+        resolve_file(path, data, keys, positions)
+    return Loaded(validate(Climb, data, positions, path), path, positions)
 
 
 def load_persona(path: Path) -> Loaded[Persona]:

@@ -1,16 +1,26 @@
 """YAML read with the position of every value, and the located errors built from positions.
 
 Every problem becomes one line `file:line:col: field.path: message`; all problems of a file are
-reported together in one `SpecError`.
+reported together in one `SpecError`. Files are parsed from libyaml's events (`yaml_events`);
+positions are found again from the text only when a problem needs them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.parser import ParserError
+from yaml.reader import ReaderError
+from yaml.scanner import ScannerError
+
+from harness.secrets import redact
+from harness.specs.yaml_events import Builder, DataProblem, key_marks
 
 PathKey = tuple[str | int, ...]
 
@@ -38,11 +48,13 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        return (
+        """The problem's line, secrets masked (a message may quote a value from a state file)."""
+        text = (
             f"{self.location}: {self.path}: {self.message}"
             if self.path
             else (f"{self.location}: {self.message}")
         )
+        return redact(text)
 
 
 class SpecError(Exception):
@@ -73,7 +85,7 @@ def format_path(keys: PathKey) -> str:
     return text
 
 
-def nearest(positions: dict[PathKey, Location], keys: PathKey, default: Location) -> Location:
+def nearest(positions: Mapping[PathKey, Location], keys: PathKey, default: Location) -> Location:
     """The location of a value, or of its nearest written parent (a missing field has none)."""
     for end in range(len(keys), 0, -1):
         if keys[:end] in positions:
@@ -81,59 +93,167 @@ def nearest(positions: dict[PathKey, Location], keys: PathKey, default: Location
     return default
 
 
-class _Loader(yaml.SafeLoader):
-    """A safe loader; positions are read off the composed node tree."""
+class Positions(MutableMapping[PathKey, Location]):
+    """The position of every key and list item of a file, found when first asked for: only a
+    file with a problem needs them, and for a large file they cost more than its data."""
+
+    def __init__(self, find: Callable[[], dict[PathKey, Location]] | None = None):
+        self._find = find
+        self._found: dict[PathKey, Location] | None = None if find is not None else {}
+        self._moves: list[tuple[PathKey, Location]] = []  # `relocate` calls made before
+
+    def _all(self) -> dict[PathKey, Location]:
+        if self._found is None:
+            assert self._find is not None
+            found = self._find()
+            for keys, where in self._moves:
+                relocate(found, keys, where)
+            self._found = found
+        return self._found
+
+    def relocate(self, keys: PathKey, where: Location) -> None:
+        """`keys` and everything below them were written at `where` (by a `--set`)."""
+        if self._found is None:
+            self._moves.append((keys, where))
+        else:
+            relocate(self._found, keys, where)
+
+    def __getitem__(self, keys: PathKey) -> Location:
+        return self._all()[keys]
+
+    def __setitem__(self, keys: PathKey, where: Location) -> None:
+        self._all()[keys] = where
+
+    def __delitem__(self, keys: PathKey) -> None:
+        del self._all()[keys]
+
+    def __iter__(self) -> Iterator[PathKey]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
-def read_yaml(path: Path) -> tuple[Any, dict[PathKey, Location]]:
-    """Parse a YAML file, returning the data and the position of every key and list item."""
+def relocate(positions: MutableMapping[PathKey, Location], keys: PathKey, where: Location) -> None:
+    """Record that `keys` and everything below them were written at `where`."""
+    if isinstance(positions, Positions):
+        positions.relocate(keys, where)
+        return
+    for path in [p for p in positions if p[: len(keys)] == keys]:
+        del positions[path]
+    for depth in range(1, len(keys) + 1):
+        positions.setdefault(keys[:depth], where)
+
+
+def under(positions: Mapping[PathKey, Location], prefix: PathKey) -> Positions:
+    """The positions below `prefix`, keyed from there; found only when asked for."""
+
+    def find() -> dict[PathKey, Location]:
+        size = len(prefix)
+        return {k[size:]: v for k, v in positions.items() if len(k) > size and k[:size] == prefix}
+
+    return Positions(find)
+
+
+_READ: ContextVar[dict[Path, tuple[tuple[int, ...], str, Any]] | None] = ContextVar(
+    "harness_read_once", default=None
+)
+
+
+@contextmanager
+def read_once() -> Iterator[None]:
+    """Within this block each YAML file is read and parsed once (a run reads a task file to
+    plan, to check and to play it; parsing is the costly part). Unchanged files only."""
+    token = _READ.set({})
+    try:
+        yield
+    finally:
+        _READ.reset(token)
+
+
+def read_yaml(path: Path) -> tuple[Any, Positions]:
+    """Parse a YAML file: its data, and the position of every key and list item (found only
+    when asked for). Aliases are expanded within limits; an alias bomb is one error."""
     source = display(path)
+    cache, seen, key = _READ.get(), None, path.resolve()
+    if cache is not None:
+        with suppress(OSError):
+            stat = key.stat()
+            seen = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        if seen is not None and key in cache and cache[key][0] == seen:
+            _, text, data = cache[key]
+            return _copy(data), Positions(lambda: _positions(text, source))
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError.at(Location(source), "", "file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError.at(Location(source), "", f"cannot read file: {exc}") from None
-    loader = _Loader(text)
+    data = parse_yaml(text, source)
+    if cache is not None and seen is not None:
+        cache[key] = (seen, text, data)
+        data = _copy(data)
+    return data, Positions(lambda: _positions(text, source))
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """The data of one YAML document; every problem one located line."""
     try:
-        node = loader.get_single_node()
-        positions: dict[PathKey, Location] = {}
-        data = _construct(node, (), positions, loader, source) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
+        return Builder().build(text)
+    except DataProblem as exc:
+        where = Location(source, exc.mark.line + 1, exc.mark.column + 1)
+        raise SpecError.at(where, format_path(exc.path), exc.message) from None
+    except (ScannerError, ParserError, ReaderError) as exc:  # libyaml's words: ask PyYAML's
+        python = _pyyaml_error(text) if len(text) <= PYYAML_WORDING_LIMIT else None
+        raise _yaml_problem(python or exc, text, source) from None
+    except yaml.YAMLError as exc:
+        raise _yaml_problem(exc, text, source) from None
+
+
+# PyYAML's parser takes about 2 s per MB: a larger file's syntax error keeps libyaml's words.
+PYYAML_WORDING_LIMIT = 1_000_000
+
+
+def _pyyaml_error(text: str) -> yaml.YAMLError | None:
+    """The syntax error PyYAML's own parser finds: the wording users (and the corpus) know."""
+    try:
+        loader = yaml.SafeLoader(text)  # its reader checks the characters at once
+        try:
+            while loader.get_event() is not None:
+                pass
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        return exc
+    return None
+
+
+def _yaml_problem(exc: yaml.YAMLError, text: str, source: str) -> SpecError:
+    if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
         message = str(exc.problem or exc.context)
         if exc.context and exc.problem and exc.context_mark:
             message += f" ({exc.context} at line {exc.context_mark.line + 1})"
-        raise SpecError.at(Location(source, line, col), "", f"invalid YAML: {message}") from None
-    except yaml.YAMLError as exc:
-        raise SpecError.at(Location(source), "", f"invalid YAML: {exc}") from None
-    finally:
-        loader.dispose()
-    return data, positions
+    elif isinstance(exc, ReaderError) and isinstance(exc.position, int):
+        line = text.count("\n", 0, exc.position) + 1
+        col = exc.position - text.rfind("\n", 0, exc.position)
+        message = str(exc).splitlines()[0]
+    else:
+        line, col, message = None, None, str(exc).splitlines()[0]
+    return SpecError.at(Location(source, line, col), "", f"invalid YAML: {message}")
 
 
-def _construct(
-    node: yaml.Node, path: PathKey, positions: dict[PathKey, Location], loader: _Loader, src: str
-) -> Any:
-    if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)
-        result: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            here = Location(src, key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            if not isinstance(key, str | int | bool | float) or key is None:
-                raise SpecError.at(here, format_path(path), "mapping keys must be plain scalars")
-            if key in result:
-                raise SpecError.at(here, format_path((*path, key)), f"duplicate key '{key}'")
-            positions[(*path, key)] = here
-            result[key] = _construct(value_node, (*path, key), positions, loader, src)
-        return result
-    if isinstance(node, yaml.SequenceNode):
-        items = []
-        for index, item in enumerate(node.value):
-            mark = item.start_mark
-            positions[(*path, index)] = Location(src, mark.line + 1, mark.column + 1)
-            items.append(_construct(item, (*path, index), positions, loader, src))
-        return items
-    return loader.construct_object(node, deep=True)
+def _positions(text: str, source: str) -> dict[PathKey, Location]:
+    return {
+        keys: Location(source, mark.line + 1, mark.column + 1) for keys, mark in key_marks(text)
+    }
+
+
+def _copy(data: Any) -> Any:
+    """A copy of parsed data (callers may change theirs; the parsed one is kept)."""
+    if type(data) is dict:
+        return {key: _copy(value) for key, value in data.items()}
+    if type(data) is list:
+        return [_copy(value) for value in data]
+    return data

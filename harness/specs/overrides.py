@@ -7,12 +7,13 @@ is reported against the `--set` that wrote it.
 from __future__ import annotations
 
 import copy
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from harness.specs.located import Location, PathKey, SpecError, format_path
+from harness.specs.located import Location, PathKey, SpecError, format_path, relocate
 
 
 def deep_merge(base: Any, override: Any) -> Any:
@@ -81,9 +82,12 @@ class Override:
 
 
 def apply_overrides(
-    data: dict[str, Any], overrides: list[Override], positions: dict[PathKey, Location]
+    data: dict[str, Any], overrides: list[Override], positions: MutableMapping[PathKey, Location]
 ) -> dict[str, Any]:
-    """Apply overrides to a copy of `data`; each becomes the location of the values it wrote."""
+    """Apply overrides to a copy of `data`; each becomes the location of the values it wrote.
+    Without overrides, `data` itself (a large task's state is costly to copy)."""
+    if not overrides:
+        return data
     data = copy.deepcopy(data)
     for override in overrides:
         where, keys = Location(f"--set {override.text}"), override.keys
@@ -101,10 +105,7 @@ def apply_overrides(
         else:
             kind = type(parent).__name__
             raise SpecError.at(where, format_path(keys), f"cannot set a field inside a {kind}")
-        for path in [p for p in positions if p[: len(keys)] == keys]:
-            del positions[path]
-        for depth in range(1, len(keys) + 1):
-            positions.setdefault(keys[:depth], where)
+        relocate(positions, keys, where)
     return data
 
 

@@ -75,11 +75,20 @@ class Provenance(Spec):
     project: str = Field(default="", description="The Weave project (entity/project).")
     kind: Literal["failure", "success"] = Field(description="What the traces showed.")
     signature: str = Field(description="What the clustered traces share.")
-    traces: int = Field(ge=1, description="How many traces the task stands for.")
-    trace_ids: list[str] = Field(default_factory=list, description="Some of those traces.")
-    call_ids: list[str] = Field(default_factory=list, description="Their root calls.")
-    first_seen: str = Field(default="", description="When the first one started.")
-    last_seen: str = Field(default="", description="When the last one started.")
+    count: int | None = Field(
+        default=None, ge=1, description="How many conversations (sessions) the task stands for."
+    )
+    traces: int = Field(ge=1, description="How many traces those conversations spanned.")
+    trace_ids: list[str] = Field(
+        default_factory=list, description="Their traces (the first 1000 when there are more)."
+    )
+    call_ids: list[str] = Field(
+        default_factory=list,
+        description="The calls that carry the failure (where an exception started, or that got "
+        "the feedback); for a success, the root calls.",
+    )
+    first_seen: str = Field(default="", description="When the first occurrence happened.")
+    last_seen: str = Field(default="", description="When the last occurrence happened.")
     reasons: list[str] = Field(default_factory=list, description="Why it is a failure.")
 
 

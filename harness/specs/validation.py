@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,7 +31,7 @@ M = TypeVar("M", bound=BaseModel)
 def validate(
     model: type[M],
     data: Any,
-    positions: dict[PathKey, Location],
+    positions: Mapping[PathKey, Location],
     source: Path,
 ) -> M:
     """Validate data against a spec model, turning every error into a located one-line problem."""

@@ -10,72 +10,39 @@ never held in memory. Everything is redacted on the way in: an API key never rea
 from __future__ import annotations
 
 import json
-import secrets
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from harness.defaults import RESULTS_STORE
 from harness.grading.result import Verdict
 from harness.secrets import redact
+from harness.sqlite import write
+from harness.store.rows import (
+    EpisodeRow,
+    PipelineInfo,
+    RunInfo,
+    insert_run,
+    new_id,
+    now,
+    pipeline_info,
+    run_info,
+)
 from harness.store.schema import open_results
 from harness.transcript import Transcript, Usage
 
+__all__ = ["EpisodeRow", "PipelineInfo", "RunInfo", "Store", "new_id"]
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def new_id(prefix: str = "") -> str:
-    """A time-ordered unique id."""
-    return prefix + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-
-
-@dataclass
-class RunInfo:
-    """A stored run's header."""
-
-    id: str
-    created_at: str
-    variant: str
-    variant_hash: str
-    config: dict[str, Any]
-    status: str
-    node_key: str | None = None
-    pipeline_id: str | None = None
-
-
-@dataclass
-class EpisodeRow:
-    """One stored episode as summaries need it."""
-
-    task_id: str
-    trial: int
-    end_reason: str
-    turns: int
-    usage: Usage
-    user_usage: Usage
-    duration_s: float
-    verdict: Verdict | None
-
-
-@dataclass
-class PipelineInfo:
-    """A stored pipeline execution: its resolved configuration and what each node did."""
-
-    id: str
-    name: str
-    created_at: str
-    status: str
-    config: dict[str, Any]
-    nodes: dict[str, Any]
+PAGE = 200  # rows read at a time: no read is held open while the caller writes
 
 
 class Store:
-    """A results file. Safe to open from several processes (SQLite WAL)."""
+    """A results file, shared safely by several processes: every write is one short
+    `BEGIN IMMEDIATE` transaction retried while another process holds the lock, rows are read a
+    page at a time (a read held open across a write would fail it), and writing the same
+    episode or verdict twice keeps the first (a resumed or doubled run is a no-op, not a
+    crash)."""
 
     def __init__(self, path: Path = RESULTS_STORE):
         self.path = path
@@ -89,30 +56,35 @@ class Store:
     def new_pipeline(self, name: str, config: dict[str, Any], pipeline_id: str = "") -> str:
         """Record a pipeline execution (or, given an existing id, mark it running again)."""
         pipeline_id = pipeline_id or new_id("dag-")
-        with self.db:
-            self.db.execute(
+        values = (pipeline_id, name, now(), "running", redact(json.dumps(config, sort_keys=True)))
+        write(
+            self.db,
+            lambda db: db.execute(
                 "INSERT INTO pipelines (id, name, created_at, status, config)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET status = 'running'",
-                (pipeline_id, name, _now(), "running", redact(json.dumps(config, sort_keys=True))),
-            )
+                values,
+            ),
+        )
         return pipeline_id
 
     def finish_pipeline(self, pipeline_id: str, status: str, nodes: dict[str, Any]) -> None:
-        with self.db:
-            self.db.execute(
-                "UPDATE pipelines SET status = ?, nodes = ? WHERE id = ?",
-                (status, json.dumps(nodes), pipeline_id),
-            )
+        values = (status, json.dumps(nodes), pipeline_id)
+        write(
+            self.db,
+            lambda db: db.execute(
+                "UPDATE pipelines SET status = ?, nodes = ? WHERE id = ?", values
+            ),
+        )
 
     def pipeline(self, pipeline_id: str) -> PipelineInfo | None:
         row = self.db.execute("SELECT * FROM pipelines WHERE id = ?", (pipeline_id,)).fetchone()
-        return _pipeline(row) if row else None
+        return pipeline_info(row) if row else None
 
     def pipelines(self, limit: int = 50) -> list[PipelineInfo]:
         rows = self.db.execute(
             "SELECT * FROM pipelines ORDER BY created_at DESC, id DESC LIMIT ?", (limit,)
         )
-        return [_pipeline(row) for row in rows]
+        return [pipeline_info(row) for row in rows]
 
     def node_output(self, key: str) -> str | None:
         """The stored output of a finished node with this key (its cache entry)."""
@@ -120,12 +92,15 @@ class Store:
         return row["output"] if row else None
 
     def put_node_output(self, key: str, kind: str, output: str, pipeline_id: str) -> None:
-        with self.db:
-            self.db.execute(
+        values = (key, kind, redact(output), pipeline_id, now())
+        write(
+            self.db,
+            lambda db: db.execute(
                 "INSERT OR REPLACE INTO node_outputs (key, kind, output, pipeline_id, finished_at)"
                 " VALUES (?, ?, ?, ?, ?)",
-                (key, kind, redact(output), pipeline_id, _now()),
-            )
+                values,
+            ),
+        )
 
     # ------------------------------------------------------------ runs and episodes
 
@@ -138,41 +113,57 @@ class Store:
         pipeline_id: str | None = None,
     ) -> str:
         """Record a new run and return its id (time-ordered, unique)."""
-        run_id = new_id()
-        with self.db:
-            self.db.execute(
-                "INSERT INTO runs (id, created_at, variant, variant_hash, config, status,"
-                " node_key, pipeline_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    _now(),
-                    variant,
-                    variant_hash,
-                    redact(json.dumps(config, sort_keys=True)),
-                    "running",
-                    node_key,
-                    pipeline_id,
-                ),
-            )
-        return run_id
+        return write(
+            self.db,
+            lambda db: insert_run(db, variant, variant_hash, config, node_key, pipeline_id),
+        )
+
+    def claim_run(
+        self,
+        variant: str,
+        variant_hash: str,
+        config: dict[str, Any],
+        node_key: str,
+        pipeline_id: str | None = None,
+    ) -> RunInfo:
+        """The newest run a node with this key started (to resume it), or a new one: decided in
+        one transaction, so that two processes running the same node share one run."""
+
+        def claim(db: sqlite3.Connection) -> str:
+            row = db.execute(
+                "SELECT id FROM runs WHERE node_key = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+                (node_key,),
+            ).fetchone()
+            if row is not None:
+                return str(row["id"])
+            return insert_run(db, variant, variant_hash, config, node_key, pipeline_id)
+
+        info = self.run(write(self.db, claim))
+        assert info is not None
+        return info
 
     def finish_run(self, run_id: str, status: str = "done") -> None:
-        with self.db:
-            self.db.execute("UPDATE runs SET status = ? WHERE id = ?", (status, run_id))
+        write(
+            self.db,
+            lambda db: db.execute("UPDATE runs SET status = ? WHERE id = ?", (status, run_id)),
+        )
 
     def update_run_config(self, run_id: str, values: dict[str, Any]) -> None:
-        """Add to a run's recorded configuration (e.g. the judge that graded it)."""
-        info = self.run(run_id)
-        if info is not None:
-            with self.db:
-                self.db.execute(
-                    "UPDATE runs SET config = ? WHERE id = ?",
-                    (redact(json.dumps({**info.config, **values}, sort_keys=True)), run_id),
-                )
+        """Add to a run's recorded configuration (e.g. the judge that graded it); read and
+        written in one transaction, so that no other process's addition is lost."""
+
+        def update(db: sqlite3.Connection) -> None:
+            row = db.execute("SELECT config FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is not None:
+                config = {**json.loads(row["config"]), **values}
+                text = redact(json.dumps(config, sort_keys=True))
+                db.execute("UPDATE runs SET config = ? WHERE id = ?", (text, run_id))
+
+        write(self.db, update)
 
     def run(self, run_id: str) -> RunInfo | None:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return _run(row) if row else None
+        return run_info(row) if row else None
 
     def run_for_key(self, node_key: str) -> RunInfo | None:
         """The newest run a node with this key started, finished or not (to resume it)."""
@@ -180,7 +171,7 @@ class Store:
             "SELECT * FROM runs WHERE node_key = ? ORDER BY created_at DESC, id DESC LIMIT 1",
             (node_key,),
         ).fetchone()
-        return _run(row) if row else None
+        return run_info(row) if row else None
 
     def runs(self, pipeline_id: str | None = None) -> list[RunInfo]:
         """Every run, or a pipeline's runs, oldest first."""
@@ -188,7 +179,7 @@ class Store:
         rows = self.db.execute(
             query + " ORDER BY created_at, id", (pipeline_id,) if pipeline_id else ()
         )
-        return [_run(row) for row in rows]
+        return [run_info(row) for row in rows]
 
     def add_episode(
         self,
@@ -197,28 +188,41 @@ class Store:
         trace_id: str | None = None,
         call_id: str | None = None,
     ) -> None:
-        """Store a finished episode (its own transaction, so a crash keeps every stored one)."""
+        """Store a finished episode (its own transaction, so a crash keeps every stored one). An
+        episode already stored (played by another process on the same run) is kept as it is."""
         usage = {
             "agent": transcript.usage.model_dump(),
             "user": transcript.user_usage.model_dump(),
             "duration_s": transcript.duration_s,
         }
-        with self.db:
-            self.db.execute(
+        values = (
+            run_id,
+            transcript.task_id,
+            transcript.trial,
+            transcript.end_reason.value,
+            transcript.turns,
+            redact(transcript.model_dump_json()),
+            json.dumps(usage),
+            trace_id,
+            call_id,
+        )
+        write(
+            self.db,
+            lambda db: db.execute(
                 "INSERT INTO episodes (run_id, task_id, trial, end_reason, turns, transcript,"
-                " usage, trace_id, call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    transcript.task_id,
-                    transcript.trial,
-                    transcript.end_reason.value,
-                    transcript.turns,
-                    redact(transcript.model_dump_json()),
-                    json.dumps(usage),
-                    trace_id,
-                    call_id,
-                ),
-            )
+                " usage, trace_id, call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (run_id, task_id, trial) DO NOTHING",
+                values,
+            ),
+        )
+
+    def has_episode(self, run_id: str, task_id: str, trial: int) -> bool:
+        """Whether an episode is stored (perhaps by another process playing the same run)."""
+        row = self.db.execute(
+            "SELECT 1 FROM episodes WHERE run_id = ? AND task_id = ? AND trial = ?",
+            (run_id, task_id, trial),
+        ).fetchone()
+        return row is not None
 
     def episode_keys(self, run_id: str) -> set[tuple[str, int]]:
         """(task id, trial) of every stored episode of a run."""
@@ -228,13 +232,13 @@ class Store:
     def episode_rows(self, run_id: str) -> Iterator[EpisodeRow]:
         """Each episode's outcome without its transcript (cheap, for summaries), with its
         newest verdict when it has one."""
-        rows = self.db.execute(
+        rows = self._pages(
             "SELECT e.task_id, e.trial, e.end_reason, e.turns, e.usage, v.verdict"
             " FROM episodes e LEFT JOIN verdicts v ON v.id = ("
             "  SELECT MAX(id) FROM verdicts w WHERE w.run_id = e.run_id"
             "  AND w.task_id = e.task_id AND w.trial = e.trial)"
-            " WHERE e.run_id = ? ORDER BY e.task_id, e.trial",
-            (run_id,),
+            " WHERE e.run_id = ? AND (e.task_id, e.trial) > (?, ?) ORDER BY e.task_id, e.trial",
+            run_id,
         )
         for row in rows:
             spent = json.loads(row["usage"])
@@ -251,10 +255,10 @@ class Store:
 
     def transcripts(self, run_id: str) -> Iterator[tuple[Transcript, str | None, str | None]]:
         """The run's transcripts with their trace and call ids, streamed by task and trial."""
-        rows = self.db.execute(
-            "SELECT transcript, trace_id, call_id FROM episodes WHERE run_id = ?"
-            " ORDER BY task_id, trial",
-            (run_id,),
+        rows = self._pages(
+            "SELECT task_id, trial, transcript, trace_id, call_id FROM episodes WHERE run_id = ?"
+            " AND (task_id, trial) > (?, ?) ORDER BY task_id, trial",
+            run_id,
         )
         for row in rows:
             yield Transcript.model_validate_json(row["transcript"]), row["trace_id"], row["call_id"]
@@ -266,12 +270,20 @@ class Store:
         with self.db:
             self.db.execute(
                 "INSERT OR REPLACE INTO baselines (name, run_id, set_at) VALUES (?, ?, ?)",
-                (name, run_id, _now()),
+                (name, run_id, now()),
             )
 
     def baseline(self, name: str = "default") -> str | None:
         row = self.db.execute("SELECT run_id FROM baselines WHERE name = ?", (name,)).fetchone()
         return row["run_id"] if row else None
+
+    def baselines(self) -> list[tuple[str, str, str]]:
+        """Every baseline as (name, run id, set at), the most recently set first (one per
+        suite: the gate names a baseline by its suite)."""
+        rows = self.db.execute(
+            "SELECT name, run_id, set_at FROM baselines ORDER BY set_at DESC, rowid DESC"
+        )
+        return [(row["name"], row["run_id"], row["set_at"]) for row in rows]
 
     def add_gate_result(
         self,
@@ -287,7 +299,7 @@ class Store:
                 "INSERT INTO gate_history (at, candidate_run, baseline_run, variant, passed,"
                 " pass_rate, reasons) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
-                    _now(),
+                    now(),
                     candidate_run,
                     baseline_run,
                     variant,
@@ -306,54 +318,75 @@ class Store:
 
     # ------------------------------------------------------------ verdicts
 
-    def add_verdict(self, run_id: str, verdict: Verdict) -> None:
-        """Store a verdict; older verdicts of the same episode are kept (re-scoring)."""
-        with self.db:
-            self.db.execute(
-                "INSERT INTO verdicts (run_id, task_id, trial, outcome, score, graded_at, verdict)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    verdict.task_id,
-                    verdict.trial,
-                    verdict.outcome,
-                    verdict.score,
-                    _now(),
-                    redact(verdict.model_dump_json()),
-                ),
-            )
+    def add_verdict(self, run_id: str, verdict: Verdict, grading: str) -> None:
+        """Store a verdict of one grading pass; older passes' verdicts of the same episode are
+        kept (re-scoring). An episode graded again in the same pass keeps its first verdict."""
+        values = (
+            run_id,
+            verdict.task_id,
+            verdict.trial,
+            verdict.outcome,
+            verdict.score,
+            now(),
+            redact(verdict.model_dump_json()),
+            grading,
+        )
+        write(
+            self.db,
+            lambda db: db.execute(
+                "INSERT INTO verdicts (run_id, task_id, trial, outcome, score, graded_at, verdict,"
+                " grading) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (run_id, task_id, trial, grading) DO NOTHING",
+                values,
+            ),
+        )
+
+    def graded_keys(self, run_id: str, grading: str) -> set[tuple[str, int]]:
+        """(task id, trial) of every episode of a run that a grading pass has graded."""
+        rows = self.db.execute(
+            "SELECT task_id, trial FROM verdicts WHERE run_id = ? AND grading = ?",
+            (run_id, grading),
+        )
+        return {(row["task_id"], row["trial"]) for row in rows}
+
+    def grading_counts(self, run_id: str, grading: str) -> dict[str, int]:
+        """A grading pass's verdicts of a run, by outcome."""
+        rows = self.db.execute(
+            "SELECT outcome, COUNT(*) AS n FROM verdicts WHERE run_id = ? AND grading = ?"
+            " GROUP BY outcome",
+            (run_id, grading),
+        )
+        return {row["outcome"]: row["n"] for row in rows}
+
+    def unsandboxed_verdicts(self, run_id: str) -> int:
+        """Verdicts of a run with a check whose code ran in the `subprocess` sandbox backend,
+        which is no security boundary (for the run summary's warning)."""
+        row = self.db.execute(
+            "SELECT COUNT(*) AS n FROM verdicts WHERE run_id = ? AND verdict LIKE ?",
+            (run_id, '%"sandbox":"subprocess"%'),
+        ).fetchone()
+        return int(row["n"])
 
     def latest_verdicts(self, run_id: str) -> Iterator[Verdict]:
         """The newest verdict of every episode of a run, ordered by task and trial."""
-        rows = self.db.execute(
-            "SELECT verdict FROM verdicts v WHERE run_id = ? AND id = ("
+        rows = self._pages(
+            "SELECT task_id, trial, verdict FROM verdicts v WHERE run_id = ? AND id = ("
             " SELECT MAX(id) FROM verdicts w WHERE w.run_id = v.run_id"
-            " AND w.task_id = v.task_id AND w.trial = v.trial) ORDER BY task_id, trial",
-            (run_id,),
+            " AND w.task_id = v.task_id AND w.trial = v.trial)"
+            " AND (task_id, trial) > (?, ?) ORDER BY task_id, trial",
+            run_id,
         )
         for row in rows:
             yield Verdict.model_validate_json(row["verdict"])
 
-
-def _run(row: sqlite3.Row) -> RunInfo:
-    return RunInfo(
-        id=row["id"],
-        created_at=row["created_at"],
-        variant=row["variant"],
-        variant_hash=row["variant_hash"],
-        config=json.loads(row["config"]),
-        status=row["status"],
-        node_key=row["node_key"],
-        pipeline_id=row["pipeline_id"],
-    )
-
-
-def _pipeline(row: sqlite3.Row) -> PipelineInfo:
-    return PipelineInfo(
-        id=row["id"],
-        name=row["name"],
-        created_at=row["created_at"],
-        status=row["status"],
-        config=json.loads(row["config"]),
-        nodes=json.loads(row["nodes"]),
-    )
+    def _pages(self, query: str, run_id: str) -> Iterator[sqlite3.Row]:
+        """The rows of a run's query ordered by (task_id, trial), read `PAGE` at a time: each
+        page is read whole, so no read stays open while the caller writes between rows. The
+        query takes the run id and the last (task id, trial) seen."""
+        after: tuple[str, int] = ("", -1)
+        while True:
+            rows = self.db.execute(query + f" LIMIT {PAGE}", (run_id, *after)).fetchall()
+            yield from rows
+            if len(rows) < PAGE:
+                return
+            after = (rows[-1]["task_id"], rows[-1]["trial"])

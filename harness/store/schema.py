@@ -1,7 +1,9 @@
 """The results file's tables, and opening the file at the schema version this harness reads.
 
-The schema is shared with stored results of earlier runs; a change that old files cannot take
-bumps `SCHEMA_VERSION`, and an older file is refused rather than misread.
+The schema is shared with stored results of earlier runs; a change bumps `SCHEMA_VERSION` and
+upgrades older files in place when it can (`UPGRADES`); any other file is refused, untouched,
+rather than misread. Opening a file at the current version writes nothing, so that readers
+beside a running pipeline never wait for its lock.
 """
 
 from __future__ import annotations
@@ -9,9 +11,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from harness.sqlite import connect
+from harness.specs.located import Location, SpecError
+from harness.sqlite import StoreBusy, connect, write
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pipelines (
     id TEXT PRIMARY KEY,
@@ -52,9 +55,11 @@ CREATE TABLE IF NOT EXISTS verdicts (
     outcome TEXT NOT NULL,
     score REAL NOT NULL,
     graded_at TEXT NOT NULL,
-    verdict TEXT NOT NULL
+    verdict TEXT NOT NULL,
+    grading TEXT NOT NULL DEFAULT ''  -- one grading pass: an episode has one verdict in it
 );
 CREATE INDEX IF NOT EXISTS verdicts_by_run ON verdicts(run_id, task_id, trial);
+CREATE UNIQUE INDEX IF NOT EXISTS verdicts_once ON verdicts(run_id, task_id, trial, grading);
 CREATE TABLE IF NOT EXISTS baselines (
     name TEXT PRIMARY KEY,
     run_id TEXT NOT NULL REFERENCES runs(id),
@@ -80,17 +85,66 @@ CREATE TABLE IF NOT EXISTS node_outputs (
 """
 
 
+# Version 2 -> 3: a verdict belongs to a grading pass, so that a resumed pass grades an episode
+# once; the verdicts of a version-2 file each count as a pass of their own.
+UPGRADES = {
+    2: (
+        "ALTER TABLE verdicts ADD COLUMN grading TEXT NOT NULL DEFAULT ''",
+        "UPDATE verdicts SET grading = 'v2-' || id",
+    ),
+}
+TABLES = frozenset(
+    {"pipelines", "runs", "episodes", "verdicts", "baselines", "gate_history", "node_outputs"}
+)
+
+
 def open_results(path: Path) -> sqlite3.Connection:
-    """Open (or create) a results file, refusing one written at another schema version."""
-    db = connect(path)
-    version = db.execute("PRAGMA user_version").fetchone()["user_version"]
-    if version not in (0, SCHEMA_VERSION):
+    """Open (or create) a results file at this harness's schema version. A file that is not a
+    results store (a folder, text, another SQLite file) or cannot be opened is bad input: one
+    line naming it, and the file is left as it was."""
+    where = Location(str(path))
+    if path.is_dir():
+        raise SpecError.at(where, "", "not a results store: it is a folder")
+    try:
+        db = connect(path, isolation_level=None)
+    except (sqlite3.Error, OSError) as exc:
+        raise SpecError.at(where, "", f"cannot open the results store: {_reason(exc)}") from None
+    try:
+        if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            write(db, lambda db: _upgrade(db, where))
+    except (SpecError, StoreBusy):
         db.close()
-        raise RuntimeError(
-            f"{path}: results store of an older harness (version {version}, this one reads "
-            f"{SCHEMA_VERSION}); move it aside or pass another --store"
-        )
-    db.executescript(SCHEMA)
-    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-    db.commit()
+        raise
+    except sqlite3.Error as exc:
+        db.close()
+        raise SpecError.at(where, "", f"not a results store: {_reason(exc)}") from None
     return db
+
+
+def _upgrade(db: sqlite3.Connection, where: Location) -> None:
+    """Create the tables of a new file, or upgrade an older one (in one write transaction, so
+    that two processes opening a new file do it once)."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
+        return
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if version == 0 and tables - TABLES - {"sqlite_sequence"}:
+        others = ", ".join(sorted(tables - TABLES))
+        raise SpecError.at(where, "", f"not a results store: it holds other tables ({others})")
+    if version not in (0, *UPGRADES):
+        age = "a newer" if version > SCHEMA_VERSION else "an older"
+        raise SpecError.at(
+            where,
+            "",
+            f"results store of {age} harness (version {version}, this one reads "
+            f"{SCHEMA_VERSION}); move it aside or pass another --store",
+        )
+    for statement in UPGRADES.get(version, ()):
+        db.execute(statement)
+    for statement in filter(str.strip, SCHEMA.split(";")):
+        db.execute(statement)
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -1,1 +1,3 @@
-"""Reading traces back: episodes recorded by the harness, and (later) production traces."""
+"""Reading traces back: the harness's own episodes (`episodes`), and production traces of any
+Weave app turned into regression tasks (`to_tasks`: `calls` -> `reconstruct` -> `failures` ->
+`derive` + `convert`)."""

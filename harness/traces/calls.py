@@ -7,9 +7,10 @@ Every source is a stream: calls are read one by one and never held all at once.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,7 @@ class CallRecord(BaseModel):
     @property
     def op(self) -> str:
         """The op's short name: `weave:///e/p/op/handle_turn:abc` -> `handle_turn`."""
-        name = self.op_name.split("/op/", 1)[-1]
-        return name.split(":", 1)[0]
+        return op_short_name(self.op_name)
 
     @property
     def kind(self) -> str | None:
@@ -50,10 +50,27 @@ class CallRecord(BaseModel):
         weave = self.attributes.get("weave") or {}
         return weave.get("kind") if isinstance(weave, dict) else None
 
+    @property
+    def status(self) -> str:
+        """success, error, running, interrupted, ... as the trace server reports it."""
+        weave = self.summary.get("weave") if isinstance(self.summary, dict) else None
+        status = weave.get("status") if isinstance(weave, dict) else None
+        if status:
+            return str(status)
+        return "error" if self.exception else "success"
+
+    @property
+    def interrupted(self) -> bool:
+        """The recording process ended before the call did (see `harness.tracing`); such a
+        call also carries an `Interrupted` exception."""
+        return self.exception is not None and self.status == INTERRUPTED
+
     def error(self) -> tuple[str, str] | None:
-        """(type, message) of the exception the call raised, if any."""
+        """(type, message) of the exception the call raised, or of an `error` status."""
         if not self.exception:
-            return None
+            weave = self.summary.get("weave")
+            failed = isinstance(weave, dict) and weave.get("status") == "error"
+            return ("Error", "the call ended with status error") if failed else None
         try:
             parsed = json.loads(self.exception)
         except ValueError:
@@ -61,6 +78,11 @@ class CallRecord(BaseModel):
         if isinstance(parsed, dict):
             return str(parsed.get("type", "Exception")), str(parsed.get("message", ""))
         return "Exception", str(parsed)
+
+    def started(self) -> datetime:
+        """`started_at` as an aware datetime (UTC when the text has no zone; the epoch when it
+        is not a time)."""
+        return parse_time(self.started_at) or EPOCH
 
 
 def _plain(value: Any) -> Any:
@@ -89,14 +111,66 @@ def from_weave(call: Any) -> CallRecord:
     return CallRecord.model_validate(data)
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+INTERRUPTED = "interrupted"
+_AGE = re.compile(r"(\d+)\s*([mhdw])")
+_AGE_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """An ISO-8601 time (UTC when it has no zone), or None."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def parse_when(text: str, now: datetime | None = None) -> datetime:
+    """A `--since`/`--until` bound: an ISO date or time (`2026-11-30`, `2026-11-30T10:00`), or
+    an age before now (`30m`, `24h`, `7d`, `2w`); ValueError for anything else."""
+    age = _AGE.fullmatch(text.strip())
+    if age:
+        delta = timedelta(**{_AGE_UNITS[age.group(2)]: int(age.group(1))})
+        return (now or datetime.now(UTC)) - delta
+    value = parse_time(text.strip())
+    if value is None:
+        raise ValueError(
+            "expected an ISO date or time (2026-11-30, 2026-11-30T10:00:00Z) or an age "
+            "such as 30m, 24h, 7d or 2w"
+        )
+    return value
+
+
+def op_matches(pattern: str, op_name: str) -> bool:
+    """Whether an op is the one `pattern` names: a full ref (`weave:///e/p/op/name:digest`,
+    or `...:*` for any version), a dotted name (`Backend.issue_refund`), or a bare name
+    (`issue_refund`, also matching `Backend.issue_refund`)."""
+    if pattern.startswith("weave:"):
+        if pattern.endswith(":*"):
+            return op_name.rsplit(":", 1)[0] == pattern[:-2]
+        return op_name == pattern
+    short = op_short_name(op_name)
+    return short == pattern or short.endswith("." + pattern)
+
+
+def op_short_name(op_name: str) -> str:
+    """`weave:///e/p/op/Backend.issue_refund:abc` -> `Backend.issue_refund`."""
+    return op_name.split("/op/", 1)[-1].split(":", 1)[0]
+
+
 @dataclass
 class Filters:
-    """Which calls to read."""
+    """Which calls to read (`thread_ids`) and which conversations to convert (the rest)."""
 
-    op_names: list[str] = field(default_factory=list)
     thread_ids: list[str] = field(default_factory=list)
-    since: str | None = None  # ISO-8601, inclusive
-    until: str | None = None  # ISO-8601, exclusive
+    since: datetime | None = None  # a conversation that started at or after
+    until: datetime | None = None  # ... and before
+    ops: list[str] = field(default_factory=list)  # that has a call of one of these ops
+    status: str = "any"  # error: an exception somewhere; success: no failure at all
+    negative: bool = False  # only conversations with negative feedback
 
     def server_filter(self) -> dict[str, Any]:
         filter_: dict[str, Any] = {}
@@ -105,10 +179,14 @@ class Filters:
         return filter_
 
     def admits(self, record: CallRecord) -> bool:
-        """Time bounds (the rest apply to whole conversations)."""
-        if self.since and record.started_at < self.since:
+        """Whether a call may belong to a wanted conversation (its thread)."""
+        return not self.thread_ids or record.thread_id in self.thread_ids
+
+    def admits_time(self, started: datetime) -> bool:
+        """Whether a conversation that started then is in the time range."""
+        if self.since is not None and started < self.since:
             return False
-        return not (self.until and record.started_at >= self.until)
+        return self.until is None or started < self.until
 
 
 def read_client(client: Any, filters: Filters) -> Iterator[CallRecord]:

@@ -1,26 +1,30 @@
 """Production conversations become regression tasks: a failure seen once is tested forever.
 
-A conversation is a *failure* when its agent raised, when it got negative feedback (a
-thumbs-down reaction, a note), an `expected` feedback label, or the attribute `resolved: false`;
-otherwise a *success*. Failures get checks for the correct behaviour where it is known (the
-expected answer, tools that must or must not be called, no crash) and an llm_judge criterion
-written from the feedback note; successes get checks that keep today's behaviour (tools called,
-facts of the final answer, the final state). Conversations with the same signature (failure
-kind, exception type and message template, tool sequence, opening message) become one task
-that records how many traces it stands for.
+`failures` decides what failed and clusters near-duplicates, `derive` writes the checks of the
+correct behaviour; this module makes each cluster a task that replays against the user's agent:
 
-Feedback conventions read here: reactions (`wandb.reaction.*`, 👎 negative), notes
-(`wandb.note.*`), and `expected` feedback with a payload such as
-`{"answer": "30 days", "must_call": ["transfer_to_human"], "must_not_call": ["issue_refund"]}`.
+- its domain is `replay` by default (`harness.domains.replay`): the tools production's agent was
+  offered, answering what production's tools returned, so no domain needs writing; or a user's
+  domain (`--domain REF`), whose start state is seeded from the recorded tool results by the
+  domain's `Environment.observed_state(calls)` hook (and, for a success, whose
+  `expected_state(calls)` gives a state check);
+- the simulated user gets the first message verbatim and a scenario (the request, the goal, the
+  ids, emails and amounts the user gave); its later turns are played by `--persona-model`, or
+  else replayed from production in order, and the task is tagged `replayed-turns` because the
+  replayed turns answer the old agent whatever the new one says.
+
+A cluster that cannot become a valid task (a domain hook that raises on another app's data, a
+task the loader would refuse) is reported and skipped; the others are written, each file
+atomically, and only after every task was built: a conversion never leaves half its output.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,16 +32,22 @@ from typing import Any
 import yaml
 
 from harness.defaults import STOP_SIGNAL
-from harness.domains import Environment, get_domain
+from harness.domains import Environment
+from harness.traces import derive
 from harness.traces.calls import Unreadable
+from harness.traces.criteria import rewrite_criteria
+from harness.traces.failures import Cluster
 from harness.traces.reconstruct import Conversation
+from harness.traces.tool_ops import Observation, inferred_tools
 
-NEGATIVE = {"👎", "thumbsdown", "-1", ":-1:"}
 IDS = re.compile(r"\b[A-Z]{1,4}-\d+\b")  # any id, when the domain declares no `id_patterns`
-EMAILS = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
-NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")
 POLITE = re.compile(r"\b(please|thanks|thank you|hi|hello)\b", re.IGNORECASE)
-MAX_TRACE_IDS = 20
+REPLAYED = "replayed-turns"
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's, when PyYAML has it
+
+
+class NotConvertible(Exception):
+    """A cluster that cannot become a task; the message says why."""
 
 
 def id_patterns(domain: type[Environment] | None) -> dict[str, re.Pattern[str]]:
@@ -58,127 +68,22 @@ def mentioned_ids(texts: list[str], patterns: dict[str, re.Pattern[str]]) -> lis
     return [(name, value) for value, name in kinds.items()]
 
 
-def template(text: str) -> str:
-    """Text with ids, emails and numbers replaced, to compare messages and errors."""
-    text = EMAILS.sub("<email>", text)
-    text = IDS.sub("<id>", text)
-    text = NUMBERS.sub("<n>", text)
-    return " ".join(text.lower().split())
-
-
-@dataclass
-class Failure:
-    """What makes a conversation a failure, from its exception, feedback and attributes."""
-
-    exception: tuple[str, str] | None = None
-    negative: bool = False
-    notes: list[str] = field(default_factory=list)
-    expected: dict[str, Any] = field(default_factory=dict)
-    unresolved: bool = False
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.exception or self.negative or self.expected or self.unresolved)
-
-    def reasons(self) -> list[str]:
-        reasons = [f"exception {self.exception[0]}: {self.exception[1]}"] if self.exception else []
-        reasons += [f"negative feedback: {note}" for note in self.notes] or (
-            ["negative feedback"] if self.negative else []
-        )
-        if self.expected:
-            reasons.append(f"expected: {json.dumps(self.expected, sort_keys=True)}")
-        if self.unresolved:
-            reasons.append("ended unresolved")
-        return reasons
-
-
-def failure_of(conversation: Conversation) -> Failure:
-    found = Failure(exception=conversation.exception)
-    for row in conversation.feedback:
-        kind, payload = str(row.get("feedback_type", "")), row.get("payload") or {}
-        if kind.startswith("wandb.reaction") and str(payload.get("emoji", "")) in NEGATIVE:
-            found.negative = True
-        elif kind.startswith("wandb.note") and payload.get("note"):
-            found.negative = True
-            found.notes.append(str(payload["note"]))
-        elif kind in ("expected", "harness.expected") and isinstance(payload, dict):
-            found.expected.update(payload)
-    found.unresolved = conversation.attributes.get("resolved") is False
-    return found
-
-
-def signature(conversation: Conversation, failure: Failure) -> str:
-    """What near-duplicates share."""
-    error = f"{failure.exception[0]}: {template(failure.exception[1])}" if failure.exception else ""
-    tools = ">".join(o.name for o in conversation.observations)
-    users = conversation.user_texts()
-    opening = " ".join(template(users[0]).split()[:5]) if users else ""
-    kind = "failure" if failure.failed else "success"
-    feedback = "|".join(sorted(template(n) for n in failure.notes))
-    return "\n".join([kind, error, tools, opening, feedback])
-
-
-@dataclass
-class Cluster:
-    """Conversations with one signature: the first stands for them all."""
-
-    signature: str
-    first: Conversation
-    failure: Failure
-    count: int = 0
-    trace_ids: list[str] = field(default_factory=list)
-    call_ids: list[str] = field(default_factory=list)
-    first_seen: str = ""
-    last_seen: str = ""
-
-    @property
-    def task_id(self) -> str:
-        kind = "fail" if self.failure.failed else "ok"
-        return f"prod-{kind}-{hashlib.sha256(self.signature.encode()).hexdigest()[:10]}"
-
-    def add(self, conversation: Conversation) -> None:
-        self.count += 1
-        if len(self.trace_ids) < MAX_TRACE_IDS:
-            self.trace_ids += conversation.trace_ids[: MAX_TRACE_IDS - len(self.trace_ids)]
-            self.call_ids += conversation.call_ids[:5]
-        started = conversation.started_at
-        self.first_seen = min(self.first_seen or started, started)
-        self.last_seen = max(self.last_seen, started)
-
-
-def cluster(
-    conversations: Iterable[Conversation],
-    status: str = "any",
-    negative_only: bool = False,
-    op: str | None = None,
-) -> dict[str, Cluster]:
-    """Group conversations by signature, keeping those the filters admit."""
-    clusters: dict[str, Cluster] = {}
-    for conversation in conversations:
-        failure = failure_of(conversation)
-        if status == "error" and not failure.exception:
-            continue
-        if status == "success" and failure.failed:
-            continue
-        if negative_only and not failure.negative:
-            continue
-        if op and not any(o.name == op for o in conversation.observations):
-            continue
-        key = signature(conversation, failure)
-        if key not in clusters:
-            clusters[key] = Cluster(key, conversation, failure)
-        clusters[key].add(conversation)
-    return clusters
-
-
 @dataclass
 class TaskOptions:
     """How tasks are written."""
 
-    domain: str
+    domain: str = "replay"  # as the task files name it (a file reference: relative to them)
+    domain_class: type[Environment] | None = None  # what it resolves to (replay when None)
     state_file: Path | None = None
     state_db: Path | None = None
     persona_model: str | None = None  # None: the persona replays the user's turns
+    criteria_model: dict[str, Any] | None = None  # None: judge criteria from templates
+
+    @property
+    def replay(self) -> bool:
+        from harness.domains.replay import ReplayEnvironment
+
+        return self.domain_class is None or issubclass(self.domain_class, ReplayEnvironment)
 
 
 def _persona(conversation: Conversation, options: TaskOptions) -> dict[str, Any]:
@@ -208,154 +113,150 @@ def _persona(conversation: Conversation, options: TaskOptions) -> dict[str, Any]
     return persona
 
 
-def _facts(conversation: Conversation) -> list[str]:
-    """Values from tool results that the agent's answers state (tracking numbers, amounts)."""
-    answers = " ".join(
-        m.content for m in conversation.transcript.messages if m.role == "assistant" and m.content
-    )
-    values: list[str] = []
-    for observation in conversation.observations:
-        if not isinstance(observation.result, dict):
-            continue
-        for value in observation.result.values():
-            if not isinstance(value, str | int | float) or isinstance(value, bool):
-                continue
-            text = f"{value:.2f}" if isinstance(value, float) else str(value)
-            if len(text) >= 4 and any(c.isdigit() for c in text) and text in answers:
-                values.append(text)
-    return list(dict.fromkeys(values))[:3]
-
-
-def _checks(
-    cluster_: Cluster, state_check: dict[str, Any], patterns: dict[str, re.Pattern[str]]
-) -> list[dict[str, Any]]:
-    conversation, failure = cluster_.first, cluster_.failure
-    checks: list[dict[str, Any]] = []
-    if failure.failed:
-        expected = failure.expected
-        if expected.get("answer"):
-            checks.append(
-                {
-                    "kind": "text",
-                    "name": "gives the expected answer",
-                    "contains": str(expected["answer"]),
-                }
-            )
-        for tool in expected.get("must_call", []):
-            checks.append({"kind": "tool_called", "name": f"calls {tool}", "tool": tool})
-        for tool in expected.get("must_not_call", []):
-            checks.append(
-                {
-                    "kind": "tool_called",
-                    "name": f"never calls {tool}",
-                    "tool": tool,
-                    "min_count": 0,
-                    "max_count": 0,
-                }
-            )
-        if failure.exception:  # a crash fails the episode by itself; it must also answer
-            ids = [value for _, value in mentioned_ids(conversation.user_texts(), patterns)]
-            checks += [
-                {"kind": "text", "name": f"answers about {i}", "contains": i} for i in ids[:2]
-            ] or [{"kind": "text", "name": "answers", "regex": "\\w"}]
-        decided = bool(checks)
-        for note in failure.notes:
-            checks.append(
-                {
-                    "kind": "llm_judge",
-                    "name": "avoids the reported problem",
-                    "criterion": "The agent does not make the mistake a reviewer reported on the "
-                    f"production conversation: {note}",
-                    "hard": not decided,
-                }
-            )
-        if failure.unresolved or not checks:
-            checks.append(
-                {
-                    "kind": "llm_judge",
-                    "name": "resolves the request",
-                    "criterion": "The agent correctly resolves the user's request.",
-                }
-            )
-        return checks
-    seen = set()
-    for observation in conversation.observations:
-        if observation.error is not None:
-            continue
-        ids = {
-            k: v
-            for k, v in observation.arguments.items()
-            if isinstance(v, str)
-            and (any(p.fullmatch(v) for p in patterns.values()) or EMAILS.fullmatch(v))
-        }
-        key = (observation.name, json.dumps(ids, sort_keys=True))
-        if key not in seen:
-            seen.add(key)
-            checks.append({"kind": "tool_called", "tool": observation.name, "args": ids})
-    checks += [
-        {"kind": "text", "name": f"states {fact}", "contains": fact}
-        for fact in _facts(conversation)
-    ]
-    if state_check:
-        checks.append({"kind": "state", "name": "same final state", "expect": state_check})
-    return checks or [{"kind": "text", "name": "answers", "regex": "\\w"}]
-
-
-def task_data(cluster_: Cluster, out: Path, options: TaskOptions) -> dict[str, Any]:
-    """The task YAML (as data) a cluster becomes."""
-    conversation, failure = cluster_.first, cluster_.failure
-    domain = get_domain(options.domain)
-    calls = [(o.name, o.arguments, o.result) for o in conversation.observations if o.error is None]
+def _scenario(
+    conversation: Conversation, patterns: dict[str, re.Pattern[str]]
+) -> tuple[dict[str, Any], list[str]]:
+    """The simulated user's scenario from the user's turns, and the ids they mention."""
     users = conversation.user_texts()
-    patterns = id_patterns(domain)
-    emails = [("email", e) for e in dict.fromkeys(e for u in users for e in EMAILS.findall(u))]
+    found = mentioned_ids(users, patterns)
+    emails = [
+        ("email", e) for e in dict.fromkeys(e for u in users for e in derive.EMAILS.findall(u))
+    ]
+    amounts = [
+        ("amount", a)
+        for a in dict.fromkeys(m.group() for u in users for m in derive.AMOUNTS.finditer(u))
+    ]
     known: dict[str, str] = {}
     counts: dict[str, int] = {}
-    for name, value in mentioned_ids(users, patterns) + emails:  # id, id2, email, ...
+    for name, value in found + emails + amounts:  # id, id2, email, ...
         counts[name] = counts.get(name, 0) + 1
         known[name if counts[name] == 1 else f"{name}{counts[name]}"] = value
+    said = " Then: ".join(f'"{u}"' for u in users[1:])
+    goal = "You want what the original user wanted, and you pursue it the way they did." + (
+        f" Later in the conversation they said: {said}" if said else ""
+    )
+    scenario = {
+        "reason": users[0] if users else "Unknown request.",
+        "instructions": goal,
+        "known_info": known,
+    }
+    return scenario, [value for _, value in found]
+
+
+def _start(
+    cluster_: Cluster, out: Path, options: TaskOptions
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The task's `start` and, for a success in a user's domain, the expected final state."""
+    conversation = cluster_.first
+    users = conversation.user_texts()
     start: dict[str, Any] = {"first_message": users[0] if users else "Hello"}
     for key, path in (("state_file", options.state_file), ("state_db", options.state_db)):
         if path is not None:
             start[key] = os.path.relpath(path.resolve(), out.resolve())
-    observed = domain.observed_state(calls) if domain else {}
+    if options.replay:
+        tools = inferred_tools(conversation.observations, conversation.tools)
+        start["state"] = {
+            "tools": [t.model_dump(mode="json") for t in tools],
+            "recordings": [_recording(o) for o in conversation.observations],
+        }
+        return start, {}
+    domain = options.domain_class
+    assert domain is not None
+    calls = [(o.name, o.arguments, o.result) for o in conversation.observations if o.error is None]
+    observed = _hook(domain.observed_state, calls, options.domain)
     if observed:
         start["state"] = observed
+    expected = (
+        {} if cluster_.failure.failed else _hook(domain.expected_state, calls, options.domain)
+    )
+    return start, expected
+
+
+def _recording(observation: Observation) -> dict[str, Any]:
+    recorded = {"tool": observation.name, "arguments": observation.arguments}
+    if observation.error is not None:
+        return {**recorded, "error": observation.error}
+    return {**recorded, "result": observation.result}
+
+
+Calls = list[tuple[str, dict[str, Any], Any]]
+
+
+def _hook(hook: Callable[[Calls], dict[str, Any]], calls: Calls, domain: str) -> dict[str, Any]:
+    """A domain hook on production's calls; its failure (another app's arguments, say) makes
+    the cluster not convertible instead of stopping the conversion."""
+    try:
+        return dict(hook(calls) or {})
+    except Exception as exc:
+        raise NotConvertible(
+            f"domain {domain}: {hook.__name__} failed on the recorded calls: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+
+
+def task_data(
+    cluster_: Cluster, out: Path, options: TaskOptions
+) -> tuple[dict[str, Any], list[str]]:
+    """The task YAML (as data) a cluster becomes, and notes on what was left out."""
+    conversation, failure = cluster_.first, cluster_.failure
+    patterns = id_patterns(options.domain_class)
+    scenario, ids = _scenario(conversation, patterns)
+    start, expected = _start(cluster_, out, options)
+    if options.replay:
+        tools = {t["name"] for t in start["state"]["tools"]}
+    else:
+        assert options.domain_class is not None
+        tools = set(options.domain_class.tool_names())
+    if failure.failed:
+        checks = derive.failure_checks(conversation, failure, tools, ids, patterns)
+    else:
+        checks = derive.success_checks(conversation, patterns, expected)
+    notes = [
+        f"check '{c.get('name') or c['kind']}' dropped: "
+        f"domain {options.domain} has no tool {c['tool']}"
+        for c in checks
+        if c.get("tool") and c["tool"] not in tools
+    ]
+    checks = [c for c in checks if not (c.get("tool") and c["tool"] not in tools)]
+    if not any(c.get("hard", True) for c in checks):
+        checks.append({"kind": "text", "name": "answers", "regex": "\\w"})
     kind = "failure" if failure.failed else "success"
+    users = conversation.user_texts()
     summary = failure.reasons()[0] if failure.failed else (users[0] if users else "")
-    tools = list(dict.fromkeys(o.name for o in conversation.observations))
-    return {
+    tags = [
+        "regression",
+        "production",
+        kind,
+        *dict.fromkeys(o.name for o in conversation.observations),
+    ]
+    if not options.persona_model:
+        tags.append(REPLAYED)
+    data = {
         "kind": "task",
         "id": cluster_.task_id,
         "title": f"Production {kind}: {summary[:90]}",
         "level": 2 if failure.failed else 1,
-        "tags": ["regression", "production", kind, *tools],
+        "tags": tags,
         "domain": options.domain,
         "source": {
             "project": conversation.project,
             "kind": kind,
             "signature": cluster_.signature.replace("\n", " | "),
-            "traces": cluster_.count,
+            "count": cluster_.count,
+            "traces": cluster_.traces,
             "trace_ids": cluster_.trace_ids,
             "call_ids": cluster_.call_ids,
-            "first_seen": cluster_.first_seen,
-            "last_seen": cluster_.last_seen,
+            "first_seen": cluster_.first_seen.isoformat() if cluster_.first_seen else "",
+            "last_seen": cluster_.last_seen.isoformat() if cluster_.last_seen else "",
             "reasons": failure.reasons(),
         },
         "persona": _persona(conversation, options),
-        "scenario": {
-            "reason": users[0] if users else "Unknown request.",
-            "instructions": "Pursue the same request as the original user, as they did.",
-            "known_info": known,
-        },
+        "scenario": scenario,
         "start": start,
         "end": {"max_turns": max(len(users) + 2, 3)},
-        "checks": _checks(
-            cluster_,
-            domain.expected_state(calls) if domain and not failure.failed else {},
-            patterns,
-        ),
+        "checks": checks,
     }
+    return data, notes
 
 
 @dataclass
@@ -365,29 +266,74 @@ class Written:
     made: list[Path] = field(default_factory=list)
     skipped: list[Path] = field(default_factory=list)
     unreadable: list[Unreadable] = field(default_factory=list)
+    notes: list[Unreadable] = field(default_factory=list)  # what a written task left out
     counts: dict[str, int] = field(default_factory=dict)
+
+
+def _validated(data: dict[str, Any], options: TaskOptions) -> None:
+    """Refuse a task the loader would refuse: its schema, and a replay task's start state (a
+    tool whose parameters are no JSON Schema, say)."""
+    from pydantic import BaseModel, ValidationError
+
+    from harness.domains.replay import ReplayState
+    from harness.specs.task import Task
+
+    start = data["start"]
+    checked: list[tuple[type[BaseModel], Any, str]] = [(Task, data, "")]
+    if options.replay and not (start.get("state_file") or start.get("state_db")):
+        checked.append((ReplayState, start["state"], "start.state"))
+    for model, value, where in checked:
+        try:
+            model.model_validate(value)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            path = ".".join([where, *map(str, first["loc"])] if where else map(str, first["loc"]))
+            message = first["msg"].removeprefix("Value error, ")
+            raise NotConvertible(f"the task would not validate: {path}: {message}") from None
 
 
 def write_tasks(
     clusters: dict[str, Cluster], out: Path, options: TaskOptions, force: bool = False
 ) -> Written:
     """One YAML file per cluster, named by its signature: idempotent, never overwriting an
-    existing file unless `force`."""
-    out.mkdir(parents=True, exist_ok=True)
+    existing file unless `force`. Every task is built before any file is written."""
     written = Written()
+    built: list[tuple[Path, dict[str, Any], Cluster]] = []
     for cluster_ in clusters.values():
         path = out / f"{cluster_.task_id}.yaml"
         written.counts[path.name] = cluster_.count
         if path.exists() and not force:
             written.skipped.append(path)
             continue
-        data = task_data(cluster_, out, options)
+        where = f"{cluster_.first.key} ({cluster_.count} conversation(s))"
+        try:
+            data, notes = task_data(cluster_, out, options)
+            _validated(data, options)
+        except NotConvertible as exc:
+            written.unreadable.append(Unreadable(where, str(exc)))
+            continue
+        written.notes += [Unreadable(where, note) for note in notes]
+        built.append((path, data, cluster_))
+    if options.criteria_model is not None:
+        failing = [(d, c.first) for _, d, c in built if c.failure.failed]
+        notes = rewrite_criteria(failing, options.criteria_model)
+        written.notes += [Unreadable("--criteria-model", note) for note in notes]
+    out.mkdir(parents=True, exist_ok=True)
+    for path, data, cluster_ in built:
         header = (
             f"# Made by `harness traces to-tasks` from {cluster_.count} production "
-            f"trace(s) ({data['source']['kind']}).\n"
+            f"conversation(s) ({data['source']['kind']}).\n"
         )
-        path.write_text(
-            header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
-        )
+        text = yaml.dump(data, Dumper=DUMPER, sort_keys=False, allow_unicode=True, width=100)
+        _write_atomically(path, header + text)
         written.made.append(path)
     return written
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write through a temporary file and a rename: a file is whole or absent."""
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, prefix=f".{path.stem}-", suffix=".tmp", delete=False
+    ) as temporary:
+        temporary.write(text)
+    os.replace(temporary.name, path)

@@ -26,6 +26,24 @@ class EpisodeTrace:
     attributes: dict[str, Any]
     transcript: Transcript | None
     verdict: Verdict | None
+    status: str = "success"  # as the trace server reports it: running, interrupted, ...
+
+
+@dataclass
+class RootCall:
+    """The root call of a trace recorded by an app (not by the harness)."""
+
+    call_id: str
+    op: str
+    thread_id: str | None
+    started_at: str
+    status: str  # success, error, running, interrupted, descendant_error
+    feedback: int
+
+
+def _status(call: Any) -> str:
+    status = (call.summary or {}).get("weave", {}).get("status", "")
+    return str(getattr(status, "value", status))  # weave gives known ones as a `TraceStatus`
 
 
 def _plain(value: Any) -> Any:
@@ -64,7 +82,45 @@ def _episode(call: Any, verdicts: dict[str, Verdict]) -> EpisodeTrace:
         attributes=_plain(dict(call.attributes or {})),
         transcript=transcript,
         verdict=verdicts.get(call.id),
+        status=_status(call),
     )
+
+
+def list_roots(store: Path = TRACE_STORE, limit: int = 50) -> list[RootCall]:
+    """The most recent root calls that the harness did not record (an app's, recorded with
+    `record_locally`), newest first, with their feedback."""
+    tracer = Tracer(open_local_client(store))
+    try:
+        not_harness = {
+            "$not": [
+                {
+                    "$contains": {
+                        "input": {"$getField": "op_name"},
+                        "substr": {"$literal": "/op/harness."},
+                    }
+                }
+            ]
+        }
+        calls = tracer.client.get_calls(
+            filter={"trace_roots_only": True},
+            query={"$expr": not_harness},
+            limit=limit,
+            sort_by=[{"field": "started_at", "direction": "desc"}],
+            include_feedback=True,
+        )
+        return [
+            RootCall(
+                call_id=call.id,
+                op=call.func_name,
+                thread_id=call.thread_id,
+                started_at=str(call.started_at),
+                status=_status(call),
+                feedback=len((call.summary or {}).get("weave", {}).get("feedback") or []),
+            )
+            for call in calls
+        ]
+    finally:
+        tracer.close()
 
 
 def _op_filter(op: str) -> dict[str, Any]:

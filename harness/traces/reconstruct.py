@@ -9,11 +9,16 @@ shapes are understood:
    with `kind="agent"` (or any call whose inputs carry `conversation` or `messages` as a list of
    role/content dicts and whose output is the reply text), tools are calls with `kind="tool"`
    below it, named after the tool, with the tool's arguments as inputs and its result as output;
-3. agents whose model calls weave patched automatically: OpenAI chat completions (`messages` in
-   the inputs, `choices` in the output) and Anthropic messages (`system` and `messages` in, content
-   blocks out); the call with the longest history holds the conversation.
+3. any app whose model calls weave patched automatically (OpenAI chat completions, Anthropic
+   messages; see `llm_calls`): the conversation is what the model calls saw and said, the tools
+   are those they were offered, and tool ops are the calls named after an offered tool (or of
+   `kind="tool"`), at any depth.
 
-A group of another shape is reported as unreadable; the rest of the batch goes on.
+Whatever the shape, every call of the group is searched for failures: an exception (or an
+`error` status) at any depth is kept where it started, not where it propagated to. A group of
+another shape is reported as unreadable; a part of a group that cannot be used (a tool call
+whose arguments are not an object, a tool op whose inputs are not the offered tool's
+parameters) is reported and left out, and the rest of the conversation goes on.
 """
 
 from __future__ import annotations
@@ -26,28 +31,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.models import wire_anthropic, wire_openai
+from harness.traces import llm_calls
 from harness.traces.calls import CallRecord, Unreadable
 from harness.traces.episodes import EPISODE_OP, from_trace
-from harness.transcript import EndReason, EpisodeError, Message, Side, ToolCall, Transcript
-
-OPENAI_OPS = ("openai.chat.completions.create", "openai.chat.completions.parse")
-ANTHROPIC_OPS = (
-    "anthropic.Messages.create",
-    "anthropic.messages.create",
-    "anthropic.AsyncMessages.create",
-    "Messages.create",
+from harness.traces.tool_ops import (
+    Observation,
+    Raised,
+    Report,
+    is_tool_op,
+    raised,
+    tool_observations,
 )
-
-
-@dataclass
-class Observation:
-    """A tool call seen in production: what was asked and what came back."""
-
-    name: str
-    arguments: dict[str, Any]
-    result: Any = None
-    error: str | None = None
+from harness.transcript import (
+    EndReason,
+    EpisodeError,
+    Message,
+    Side,
+    ToolCall,
+    ToolSpec,
+    Transcript,
+)
 
 
 @dataclass
@@ -58,15 +61,22 @@ class Conversation:
     project: str
     transcript: Transcript
     observations: list[Observation] = field(default_factory=list)
-    exception: tuple[str, str] | None = None
+    errors: list[Raised] = field(default_factory=list)
     feedback: list[dict[str, Any]] = field(default_factory=list)
     attributes: dict[str, Any] = field(default_factory=dict)
     trace_ids: list[str] = field(default_factory=list)
-    call_ids: list[str] = field(default_factory=list)
+    call_ids: list[str] = field(default_factory=list)  # the root calls
     started_at: str = ""
+    tools: list[ToolSpec] = field(default_factory=list)  # offered to the production agent
+    ops: set[str] = field(default_factory=set)  # every op name of its calls
 
     def user_texts(self) -> list[str]:
         return [m.content for m in self.transcript.messages if m.role == "user" and m.content]
+
+    @property
+    def exception(self) -> tuple[str, str] | None:
+        """(type, message) of the first error, if any."""
+        return (self.errors[0].type, self.errors[0].message) if self.errors else None
 
 
 def grouped(records: Iterable[CallRecord]) -> Iterator[list[CallRecord]]:
@@ -103,11 +113,16 @@ def grouped(records: Iterable[CallRecord]) -> Iterator[list[CallRecord]]:
 def conversations(
     records: Iterable[CallRecord], problems: list[Unreadable]
 ) -> Iterator[Conversation]:
-    """Every conversation in the calls; groups of an unknown shape go to `problems`."""
+    """Every conversation in the calls; groups (and parts of groups) of an unknown shape go to
+    `problems`, and the batch goes on."""
     for calls in grouped(records):
+        if any(c.interrupted for c in calls):
+            why = "interrupted: its recording process ended mid-call; not converted"
+            problems.append(Unreadable(_where(calls), why))
+            continue
         try:
-            found = list(_from_group(calls))
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            found = list(_from_group(calls, problems))
+        except Exception as exc:  # a group is data: whatever it holds, the batch goes on
             problems.append(
                 Unreadable(_where(calls), f"malformed calls: {type(exc).__name__}: {exc}")
             )
@@ -123,19 +138,23 @@ def _where(calls: list[CallRecord]) -> str:
     return f"thread {first.thread_id}" if first.thread_id else f"trace {first.trace_id}"
 
 
-def _from_group(calls: list[CallRecord]) -> Iterator[Conversation]:
+def _from_group(calls: list[CallRecord], problems: list[Unreadable]) -> Iterator[Conversation]:
     episodes = [c for c in calls if c.op == EPISODE_OP]
     if episodes:
         for call in episodes:
-            yield _from_episode(call, calls)
+            yield _from_episode(call)
         return
+
+    def report(call: CallRecord, why: str) -> None:
+        problems.append(Unreadable(f"{_where(calls)} (trace {call.trace_id}, call {call.id})", why))
+
     turns = [c for c in calls if c.kind == "agent" or _is_turn(c)]
     if turns:
-        yield _from_turns(turns, calls)
+        yield _from_turns(turns, calls, report)
         return
-    llm = [c for c in calls if c.op.startswith(OPENAI_OPS + ANTHROPIC_OPS) or c.kind == "llm"]
+    llm = [c for c in calls if llm_calls.is_llm(c)]
     if llm:
-        yield _from_llm_calls(llm, calls)
+        yield _from_llm_calls(llm, calls, report)
 
 
 def _is_turn(call: CallRecord) -> bool:
@@ -144,7 +163,7 @@ def _is_turn(call: CallRecord) -> bool:
         isinstance(history, list)
         and bool(history)
         and all(isinstance(m, dict) and "role" in m for m in history)
-        and not call.op.startswith(OPENAI_OPS + ANTHROPIC_OPS)
+        and not llm_calls.is_llm(call)
         and (isinstance(call.output, str) or call.exception is not None)
     )
 
@@ -162,18 +181,25 @@ def _base(calls: list[CallRecord], transcript: Transcript) -> Conversation:
         attributes=attributes,
         trace_ids=list(dict.fromkeys(c.trace_id for c in calls)),
         call_ids=[c.id for c in calls if c.parent_id is None],
-        started_at=calls[0].started_at,
+        started_at=calls[0].started_at,  # calls come in start order
+        ops={c.op_name for c in calls},
     )
 
 
-def _from_episode(call: CallRecord, calls: list[CallRecord]) -> Conversation:
+def _from_episode(call: CallRecord) -> Conversation:
     transcript = from_trace(call.output)
     if transcript is None:
         raise ValueError(f"episode call {call.id} has no transcript")
     conversation = _base([call], transcript)
     conversation.observations = _observed(transcript.messages)
     if transcript.error is not None:
-        conversation.exception = (transcript.error.side.value, transcript.error.message)
+        kind, _, message = transcript.error.message.partition(": ")
+        kind, message = (kind, message) if message and kind.isidentifier() else ("Error", kind)
+        conversation.errors = [
+            Raised(
+                transcript.error.side.value, kind, message, call.id, call.trace_id, call.started_at
+            )
+        ]
     return conversation
 
 
@@ -195,6 +221,32 @@ def _json(text: str) -> Any:
         return text
 
 
+def _from_turns(turns: list[CallRecord], calls: list[CallRecord], report: Report) -> Conversation:
+    messages: list[Message] = []
+    tool_ops = [c for c in calls if c.kind == "tool"]
+    observations = tool_observations(tool_ops, {}, report)
+    by_call = {o.call_id: o for o in observations}
+    crash = None
+    seen_users = 0
+    for turn in turns:
+        history = turn.inputs.get("conversation", turn.inputs.get("messages")) or []
+        users = [m for m in history if m.get("role") == "user"]
+        for item in users[seen_users:]:
+            messages.append(Message(role="user", content=str(item.get("content", ""))))
+        seen_users = len(users)
+        for tool in (by_call[c.id] for c in _children(calls, turn) if c.id in by_call):
+            messages += _tool_messages(tool, f"call_{len(messages)}")
+        if turn.error() is not None:
+            crash = turn.error()
+            break
+        reply = turn.output.get("content") if isinstance(turn.output, dict) else turn.output
+        messages.append(Message(role="assistant", content=str(reply or "")))
+    errors = raised(calls, {o.name for o in observations})
+    conversation = _base(calls, _transcript(messages, crash))
+    conversation.observations, conversation.errors = observations, errors
+    return conversation
+
+
 def _children(calls: list[CallRecord], root: CallRecord) -> list[CallRecord]:
     """Every call below `root`, in start order."""
     below, frontier = [], {root.id}
@@ -205,92 +257,54 @@ def _children(calls: list[CallRecord], root: CallRecord) -> list[CallRecord]:
     return below
 
 
-def _from_turns(turns: list[CallRecord], calls: list[CallRecord]) -> Conversation:
-    messages: list[Message] = []
-    observations: list[Observation] = []
-    exception = None
-    seen_users = 0
-    for turn in turns:
-        history = turn.inputs.get("conversation", turn.inputs.get("messages")) or []
-        users = [m for m in history if m.get("role") == "user"]
-        for item in users[seen_users:]:
-            messages.append(Message(role="user", content=str(item.get("content", ""))))
-        seen_users = len(users)
-        for tool in (c for c in _children(calls, turn) if c.kind == "tool"):
-            name = tool.op.split(".")[-1]
-            arguments = {k: v for k, v in tool.inputs.items() if k != "self"}
-            call_id = f"call_{len(observations)}"
-            error = tool.error()
-            observations.append(
-                Observation(
-                    name, arguments, tool.output, f"{error[0]}: {error[1]}" if error else None
-                )
-            )
-            messages.append(
-                Message(
-                    role="assistant",
-                    tool_calls=[ToolCall(id=call_id, name=name, arguments=arguments)],
-                )
-            )
-            messages.append(
-                Message(
-                    role="tool",
-                    tool_call_id=call_id,
-                    name=name,
-                    content=json.dumps(tool.output) if not error else f"Error: {error[1]}",
-                    is_error=error is not None,
-                )
-            )
-        if turn.error() is not None:
-            exception = turn.error()
-            break
-        reply = turn.output.get("content") if isinstance(turn.output, dict) else turn.output
-        messages.append(Message(role="assistant", content=str(reply or "")))
-    end = EndReason.AGENT_CRASH if exception else EndReason.USER_STOP
-    transcript = _transcript(messages, end, exception)
-    conversation = _base(calls, transcript)
-    conversation.observations, conversation.exception = observations, exception
-    return conversation
+def _tool_messages(tool: Observation, call_id: str) -> list[Message]:
+    content = f"Error: {tool.error}" if tool.error else json.dumps(tool.result)
+    return [
+        Message(
+            role="assistant",
+            tool_calls=[ToolCall(id=call_id, name=tool.name, arguments=tool.arguments)],
+        ),
+        Message(
+            role="tool",
+            tool_call_id=call_id,
+            name=tool.name,
+            content=content,
+            is_error=tool.error is not None,
+        ),
+    ]
 
 
-def _transcript(
-    messages: list[Message], end: EndReason, exception: tuple[str, str] | None
-) -> Transcript:
-    error = (
-        EpisodeError(side=Side.AGENT, message=f"{exception[0]}: {exception[1]}")
-        if (exception)
-        else None
-    )
+def _transcript(messages: list[Message], crash: tuple[str, str] | None) -> Transcript:
+    """A production conversation as a Transcript; `crash`: what stopped the app, if it raised."""
+    error = EpisodeError(side=Side.AGENT, message=f"{crash[0]}: {crash[1]}") if crash else None
     return Transcript(
         task_id="production",
         variant="production",
         variant_hash="",
         messages=messages,
-        end_reason=end,
+        end_reason=EndReason.AGENT_CRASH if crash else EndReason.USER_STOP,
         error=error,
         turns=sum(m.role == "user" for m in messages),
     )
 
 
-def _from_llm_calls(llm: list[CallRecord], calls: list[CallRecord]) -> Conversation:
-    def history(call: CallRecord) -> list[Message]:
-        if call.op.startswith(ANTHROPIC_OPS):
-            return wire_anthropic.from_wire(call.inputs.get("system"), call.inputs["messages"])
-        return wire_openai.from_wire_messages(call.inputs["messages"])
-
-    last = max(llm, key=lambda c: (len(c.inputs.get("messages") or []), c.started_at))
-    messages = [m for m in history(last) if m.role != "system"]
-    exception = last.error()
-    if exception is None and last.output:
-        output = last.output
-        if last.op.startswith(ANTHROPIC_OPS):
-            messages += wire_anthropic.from_wire(
-                None, [{"role": "assistant", "content": output["content"]}]
-            )
-        else:
-            messages += wire_openai.from_wire_messages([output["choices"][0]["message"]])
-    end = EndReason.AGENT_CRASH if exception else EndReason.USER_STOP
-    conversation = _base(calls, _transcript(messages, end, exception))
-    conversation.observations = _observed(messages)
-    conversation.exception = exception
+def _from_llm_calls(llm: list[CallRecord], calls: list[CallRecord], report: Report) -> Conversation:
+    tools = llm_calls.offered_tools(llm)
+    offered = {t.name: t for t in tools}
+    messages = llm_calls.conversation_messages(llm, report)
+    if not messages:
+        raise ValueError("no message could be read")
+    tool_ops = [c for c in calls if is_tool_op(c, set(offered))]
+    if tool_ops:
+        observations = tool_observations(tool_ops, offered, report)
+    else:  # the tools were not traced: what the model calls saw of them
+        unreadable = llm_calls.NOT_JSON
+        observations = [o for o in _observed(messages) if unreadable not in o.arguments]
+    llm_calls.readable(messages)
+    errors = raised(calls, set(offered) | {o.name for o in observations})
+    crash = next((c.error() for c in calls if c.parent_id is None and c.error()), None)
+    crash = crash or next((c.error() for c in llm if c.error()), None)
+    conversation = _base(calls, _transcript(messages, crash))
+    conversation.observations, conversation.errors = observations, errors
+    conversation.tools = tools
     return conversation

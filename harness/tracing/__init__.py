@@ -6,12 +6,13 @@ a laptop and in CI. Importing this package does not import weave (about a second
 tracer does.
 
 - `spans`: the `Tracer` and `child_span`, how spans are recorded.
-- `clients`: opening a weave client, online or on the local store.
+- `clients`: opening a weave client, online or on the local store; `record_locally(path)`, for
+  a user's own app to record its traces offline.
 - `local_server` (with `local_objects`, `local_db`): the local store, a weave trace server.
 - `query`: the calls filter and query language the local store interprets.
 """
 
-from harness.tracing.clients import open_local_client, open_tracer
+from harness.tracing.clients import open_local_client, open_tracer, record_locally
 from harness.tracing.spans import NO_TRACER, Span, SpanResult, Tracer, child_span
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "child_span",
     "open_local_client",
     "open_tracer",
+    "record_locally",
 ]

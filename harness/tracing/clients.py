@@ -6,6 +6,7 @@ neither weave nor wandb reports errors or starts the other by itself.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 from pathlib import Path
@@ -60,6 +61,26 @@ def open_local_client(store: Path = TRACE_STORE) -> WeaveClient:
     weave_client_context.set_weave_client_global(None)
     weave_client_context.set_weave_client_global(client)
     return client
+
+
+def record_locally(store: Path | str = TRACE_STORE, patch: bool = True) -> Tracer:
+    """Record your own app's traces in the local trace store, offline: call it once at start-up,
+    instead of `weave.init`. Your `@weave.op` functions, `weave.thread(...)` sessions and feedback
+    then land in `store`, and with `patch` the libraries weave integrates (OpenAI, Anthropic, ...)
+    are patched as `weave.init` patches them: those already imported now, the others when they
+    are imported. `harness traces to-tasks --source local --store STORE` reads them back.
+
+    Returns the tracer; `close()` it (or use it in a `with` block) to flush at the end. A process
+    killed mid-call loses only what weave had not yet written, and its calls left open are closed
+    as interrupted when the store is next opened."""
+    tracer = Tracer(open_local_client(Path(store)))
+    if patch:
+        from weave.integrations.patch import implicit_patch, register_import_hook
+
+        implicit_patch()
+        register_import_hook()
+    atexit.register(tracer.close)
+    return tracer
 
 
 def _fast_op_check() -> None:

@@ -1,11 +1,22 @@
 """The SQLite file of the local trace store: its tables, a connection shared by weave's writer
-threads, and how values are stored (times as integer microseconds, op names by short name)."""
+threads, and how values are stored (times as integer microseconds, op names by short name).
+
+The store survives a process killed mid-call (`kill -9`, a crash, a lost machine): each open
+registers a *writer* (host, pid and the process's start time) and every call records its writer.
+When the store is opened again, the calls still open of a writer whose process is gone are closed
+as interrupted: ended at the writer's last sign of life, status `interrupted`, with an
+`Interrupted` exception saying so. A writer on another host is left alone (it cannot be asked).
+"""
 
 from __future__ import annotations
 
 import datetime
+import json
+import os
+import socket
 import sqlite3
 import threading
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,8 +29,12 @@ CREATE TABLE IF NOT EXISTS calls (
     thread_id TEXT, turn_id TEXT, op_name TEXT, op_short TEXT, display_name TEXT,
     started_at INTEGER, ended_at INTEGER, attributes TEXT, inputs TEXT, output TEXT,
     summary TEXT, exception TEXT, wb_user_id TEXT, wb_run_id TEXT, wb_run_step INTEGER,
-    wb_run_step_end INTEGER,
+    wb_run_step_end INTEGER, writer TEXT,
     PRIMARY KEY (project_id, id)
+);
+CREATE TABLE IF NOT EXISTS writers (
+    id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, process_start TEXT,
+    opened_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS calls_started ON calls (project_id, started_at);
 CREATE INDEX IF NOT EXISTS calls_trace ON calls (project_id, trace_id);
@@ -51,6 +66,8 @@ CREATE TABLE IF NOT EXISTS feedback (
 CREATE INDEX IF NOT EXISTS feedback_ref ON feedback (project_id, weave_ref);
 """
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+INTERRUPTED = "interrupted"  # the status of a call its recording process never finished
+INTERRUPTED_TYPE = "Interrupted"
 
 
 class LocalTraceDb:
@@ -63,11 +80,49 @@ class LocalTraceDb:
         self._lock = threading.Lock()
         self._db = connect(path, check_same_thread=False, isolation_level=None)
         self._db.executescript(_SCHEMA)
+        columns = {row["name"] for row in self._db.execute("PRAGMA table_info(calls)")}
+        if "writer" not in columns:  # a store made before writers were recorded
+            self._db.execute("ALTER TABLE calls ADD COLUMN writer TEXT")
+        self._db.execute("CREATE INDEX IF NOT EXISTS calls_writer ON calls (writer, ended_at)")
+        self.writer = uuid.uuid4().hex
+        self._close_interrupted()
+        self._db.execute(
+            "INSERT INTO writers (id, host, pid, process_start, opened_at) VALUES (?, ?, ?, ?, ?)",
+            (self.writer, socket.gethostname(), os.getpid(), _process_start(os.getpid()), _now()),
+        )
 
     def close(self) -> None:
-        """Close the database; the server is unusable afterwards."""
+        """Close the database (calls this process left open are interrupted); the server is
+        unusable afterwards."""
         with self._lock:
+            self._interrupt(self.writer, "the trace store was closed before the call ended")
             self._db.close()
+
+    def _close_interrupted(self) -> None:
+        """Close the open calls of every writer of this host whose process is gone."""
+        host = socket.gethostname()
+        for row in self._db.execute("SELECT * FROM writers WHERE host = ?", (host,)).fetchall():
+            if not _alive(row["pid"], row["process_start"]):
+                why = f"the process that recorded it (pid {row['pid']}) ended before the call did"
+                self._interrupt(row["id"], why)
+
+    def _interrupt(self, writer: str, why: str) -> None:
+        """End the writer's open calls as interrupted and forget the writer."""
+        [last] = self._db.execute(
+            "SELECT MAX(MAX(started_at, COALESCE(ended_at, 0))) FROM calls WHERE writer = ?",
+            (writer,),
+        ).fetchone()
+        self._db.execute(
+            "UPDATE calls SET ended_at = MAX(started_at, ?), exception = ?, summary = ?"
+            " WHERE writer = ? AND ended_at IS NULL AND op_name IS NOT NULL",
+            (
+                last or 0,
+                json.dumps({"type": INTERRUPTED_TYPE, "message": why}),
+                json.dumps({INTERRUPTED: True}),
+                writer,
+            ),
+        )
+        self._db.execute("DELETE FROM writers WHERE id = ?", (writer,))
 
     def _write(self, sql: str, params: Sequence[Any]) -> None:
         with self._lock:
@@ -76,6 +131,34 @@ class LocalTraceDb:
     def _read(self, sql: str, params: Sequence[Any]) -> list[sqlite3.Row]:
         with self._lock:
             return self._db.execute(sql, params).fetchall()
+
+
+def _now() -> int:
+    return micros(datetime.datetime.now(datetime.UTC)) or 0
+
+
+def _process_start(pid: int) -> str | None:
+    """When a process started (Linux: clock ticks since boot), to tell a reused pid apart."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[19] if len(fields) > 19 and fields[0] != "Z" else None
+
+
+def _alive(pid: int, process_start: str | None) -> bool:
+    """Whether the process that registered a writer still runs (a zombie does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # someone else's process: it exists
+    except OSError:
+        return False
+    if process_start is None:
+        return True
+    return _process_start(pid) == process_start
 
 
 def micros(value: str | datetime.datetime | None) -> int | None:

@@ -21,7 +21,9 @@ Filtering of `calls_query_stream` / `calls_query_stats`:
 - `include_feedback` puts the call's feedback rows in `summary.weave.feedback`; `summary.weave`
   also carries `status`, `latency_ms` and `trace_name` as the W&B server computes them.
 - `columns` and `expand_columns` are accepted and ignored: every column comes back, refs unexpanded.
-A call whose end arrived before its start is stored but not listed until its start arrives.
+A call whose end arrived before its start is stored but not listed until its start arrives. A
+call whose recording process died before it ended is closed on the next open with the status
+`interrupted` (see `local_db`).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from weave.vendor.weave_server_sdk.types import (
 )
 from weave.vendor.weave_server_sdk.types.call_read_response import Call
 
-from harness.tracing.local_db import from_micros, micros, op_short
+from harness.tracing.local_db import INTERRUPTED, from_micros, micros, op_short
 from harness.tracing.local_objects import LocalObjectServer
 from harness.tracing.query import calls_order, calls_where, evaluate, get_path, sort_key
 
@@ -95,14 +97,15 @@ class LocalTraceServer(LocalObjectServer):
         self._write(
             "INSERT INTO calls (project_id, id, trace_id, parent_id, thread_id, turn_id, op_name,"
             " op_short, display_name, started_at, attributes, inputs, wb_user_id, wb_run_id,"
-            " wb_run_step) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " wb_run_step, writer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (project_id, id) DO UPDATE SET trace_id = excluded.trace_id,"
             " parent_id = excluded.parent_id, thread_id = excluded.thread_id,"
             " turn_id = excluded.turn_id, op_name = excluded.op_name,"
             " op_short = excluded.op_short, display_name = excluded.display_name,"
             " started_at = excluded.started_at, attributes = excluded.attributes,"
             " inputs = excluded.inputs, wb_user_id = excluded.wb_user_id,"
-            " wb_run_id = excluded.wb_run_id, wb_run_step = excluded.wb_run_step",
+            " wb_run_id = excluded.wb_run_id, wb_run_step = excluded.wb_run_step,"
+            " writer = excluded.writer",
             (
                 start["project_id"],
                 call_id,
@@ -119,6 +122,7 @@ class LocalTraceServer(LocalObjectServer):
                 start.get("wb_user_id"),
                 start.get("wb_run_id"),
                 start.get("wb_run_step"),
+                self.writer,
             ),
         )
         return CallStartResponse(id=call_id, trace_id=trace_id)
@@ -279,9 +283,12 @@ def _call_from_row(row: sqlite3.Row, feedback: list[dict[str, Any]] | None) -> C
     """A stored call as the server returns it, with `summary.weave` computed."""
     call = dict(row)
     short_name = call.pop("op_short")
+    call.pop("writer", None)
     started_at, ended_at = call["started_at"], call["ended_at"]
     summary = json.loads(call["summary"]) if call["summary"] else {}
-    if call["exception"] is not None:
+    if summary.get(INTERRUPTED):
+        status = INTERRUPTED
+    elif call["exception"] is not None:
         status = "error"
     elif ended_at is None:
         status = "running"

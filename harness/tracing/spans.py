@@ -143,6 +143,12 @@ class Tracer:
         if self.client is not None:
             self.client.flush()
 
+    def __enter__(self) -> Tracer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def close(self) -> None:
         """Flush, stop being weave's global client, and close the local store if any."""
         if self.client is None:

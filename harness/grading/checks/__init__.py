@@ -70,6 +70,7 @@ async def run_check(spec: CheckBase, transcript: Transcript, context: CheckConte
         hard=spec.hard,
         weight=spec.weight,
         diagnostic=spec.diagnostic,
+        sandbox=found.sandbox,
     )
 
 

@@ -42,6 +42,9 @@ async def check_llm_judge(
         )
     try:
         model = context.runtime.model(reference, role="judge")
+    except Exception as exc:  # a judge that cannot start is the judge's error, not the checker's
+        return Finding("error", f"judge: cannot start {reference.id}: {exc}", error_side=Side.JUDGE)
+    try:
         domain = task_domain(context.task)
         prompt = criterion_prompt(spec.criterion, spec.rubric, transcript, domain)
         judgement = await ask(model, prompt, Judgement, spec.retries, transcript.trial)

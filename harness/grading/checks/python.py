@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Literal
 
@@ -9,15 +10,12 @@ from pydantic import Field, model_validator
 
 from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Finding
+from harness.grading.sandbox_result import MAX_MEMORY_MB, MAX_TIMEOUT_S
 from harness.imports import defined_names
 from harness.specs.checks import CheckBase, References
 from harness.specs.located import PathKey, display
 from harness.specs.validation import suggestion
 from harness.transcript import Transcript
-
-# The sandbox's ceilings: a checker reads one transcript; more than this is a mistake.
-MAX_TIMEOUT_S = 300
-MAX_MEMORY_MB = 4096
 
 
 class PythonCheck(CheckBase):
@@ -114,5 +112,5 @@ async def check_python(spec: PythonCheck, transcript: Transcript, context: Check
     limits = SandboxLimits(wall_s=spec.timeout_s, memory_mb=spec.memory_mb)
     result = await run_checker(code, spec.function, arguments(spec, transcript, context), limits)
     if not result.ok:
-        return Finding("error", f"checker failed: {result.error}")
-    return interpret(result.value, spec.threshold)
+        return Finding("error", f"checker failed: {result.error}", sandbox=result.backend)
+    return dataclasses.replace(interpret(result.value, spec.threshold), sandbox=result.backend)

@@ -1,5 +1,5 @@
 """`gate`: apply the regression gate to a candidate (last need) against a baseline (first need
-when two are given, otherwise the stored baseline of the variant's name, if any)."""
+when two are given, otherwise the stored baseline of the candidate's suite, if any)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pydantic import Field
 
 from harness.defaults import GATE_CONFIG
 from harness.gate import gate_run, load_gate_config
+from harness.gate.suites import baseline_for
 from harness.pipeline.nodes import NodeContext, NodeKind, file_digest, register
 from harness.pipeline.types import GateDecision, Graded
 from harness.specs.base import Spec
@@ -18,18 +19,37 @@ class GateParams(Spec):
     """Which thresholds apply."""
 
     config: str = Field(default=str(GATE_CONFIG), description="The gate's thresholds file.")
+    allow_suite_change: bool = Field(
+        default=False,
+        description="Compare with a baseline of another suite (task ids and contents) on the "
+        "tasks both played; otherwise runs of different suites are refused.",
+    )
 
 
 async def run(params: GateParams, inputs: list[Any], ctx: NodeContext) -> GateDecision:
     *base, candidate = inputs
-    baseline_run = base[0].run_id if base else ctx.store.baseline()
     config = load_gate_config(params.config)
-    result = gate_run(ctx.store, config, candidate.run_id, baseline_run, candidate.cases)
+    if base:
+        baseline_run, notes = base[0].run_id, [f"baseline {base[0].run_id}: the first need"]
+    else:
+        info = ctx.store.run(candidate.run_id)
+        assert info is not None  # the candidate's node stored it
+        baseline_run, note = baseline_for(ctx.store, info, params.allow_suite_change)
+        notes = [note]
+    result = gate_run(
+        ctx.store,
+        config,
+        candidate.run_id,
+        baseline_run,
+        candidate.cases,
+        params.allow_suite_change,
+        notes,
+    )
     return GateDecision(candidate=candidate, result=result)
 
 
 def identity(params: GateParams, ctx: NodeContext) -> dict[str, Any]:
-    return {"config": file_digest(params.config), "baseline": ctx.store.baseline()}
+    return {"config": file_digest(params.config), "baselines": ctx.store.baselines()}
 
 
 register(

@@ -48,24 +48,27 @@ class LoadTasksParams(Spec):
     )
 
 
-def content_hash(cases: list[TaskCase]) -> str:
-    """Everything that defines a task set: specs, personas, start states, every file a check
-    references (checker code), and the code of each task's domain (editing a tool must re-run
-    the episodes, not reuse verdicts of the old tool)."""
+def task_content(case: TaskCase) -> str:
+    """Everything that defines one task: its spec, persona, start state, every file a check
+    references (checker code), and the code of its domain (editing a tool must re-run the
+    episodes, not reuse verdicts of the old tool)."""
+    files = [file for c in case.task.checks for file in c.references().files.values()]
+    return canonical(
+        [
+            case.task.model_dump(mode="json"),
+            case.persona.model_dump(mode="json"),
+            case.state,
+            [file_digest(f) for f in files],
+            source_digest(case.domain),
+        ]
+    )
+
+
+def content_hash(cases: list[TaskCase], contents: list[str] | None = None) -> str:
+    """Everything that defines a task set (`task_content` of each task, in order)."""
     digest = hashlib.sha256()
-    for case in cases:
-        files = [file for c in case.task.checks for file in c.references().files.values()]
-        digest.update(
-            canonical(
-                [
-                    case.task.model_dump(mode="json"),
-                    case.persona.model_dump(mode="json"),
-                    case.state,
-                    [file_digest(f) for f in files],
-                    source_digest(case.domain),
-                ]
-            ).encode()
-        )
+    for content in contents if contents is not None else map(task_content, cases):
+        digest.update(content.encode())
     return digest.hexdigest()
 
 
@@ -99,9 +102,14 @@ def load_task_set(params: LoadTasksParams, where: str = "load_tasks") -> Tasks:
         [Override.parse_in(o, "persona") for o in params.persona_overrides],
     )
     chosen = select(cases, params, where)
+    contents = [task_content(case) for case in chosen]
     return Tasks(
         task_ids=[c.task.id for c in chosen],
-        content_hash=content_hash(chosen),
+        content_hash=content_hash(chosen, contents),
+        task_hashes={
+            case.task.id: hashlib.sha256(content.encode()).hexdigest()[:16]
+            for case, content in zip(chosen, contents, strict=True)
+        },
         source=params.model_dump(mode="json", by_alias=True),
     ).with_cases(chosen)
 

@@ -68,7 +68,10 @@ def metrics(store: Any, inputs: list[Any]) -> tuple[dict[str, Any], list[list[An
         elif isinstance(item, Comparison):
             summary.update(
                 {
-                    "compare/difference": item.result.difference.estimate,
+                    "compare/difference": item.result.tasks.difference,
+                    "compare/difference_low": item.result.tasks.low,
+                    "compare/difference_high": item.result.tasks.high,
+                    "compare/p_value": item.result.tasks.p_value,
                     "compare/mcnemar_p": item.result.mcnemar.p_value,
                 }
             )

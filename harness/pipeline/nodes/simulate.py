@@ -34,6 +34,12 @@ class SimulateParams(Spec):
         default_factory=list, alias="set", description="Variant overrides, `PATH=VALUE`."
     )
     trials: int = Field(default=1, ge=1, description="Episodes per task, with distinct seeds.")
+    first_trial: int = Field(
+        default=0,
+        ge=0,
+        description="Number of the first trial: a run from trial N plays seeds no run from 0 "
+        "to N-1 played (fresh seeds for a held-out check).",
+    )
     concurrency: int = Field(default=8, ge=1, description="Episodes played at once.")
 
 
@@ -47,9 +53,26 @@ def load_variant(params: SimulateParams) -> Loaded[AgentVariant]:
     return check_agent(load_agent(Path(params.agent), overrides))
 
 
+def variant_lineage(agent: Path, name: str) -> list[str]:
+    """The variant's name and the names of the variant files it extends, nearest first: the
+    gate takes a candidate of its baseline's lineage."""
+    import yaml
+
+    names, path, seen = [name], agent.resolve(), set()
+    while path is not None and path not in seen and path.is_file():
+        seen.add(path)
+        data = yaml.safe_load(path.read_text()) or {}
+        if isinstance(data.get("name"), str) and data["name"] not in names:
+            names.append(data["name"])
+        parent = data.get("extends")
+        path = (path.parent / parent).resolve() if isinstance(parent, str) else None
+    return names
+
+
 def identity(params: SimulateParams, ctx: NodeContext) -> dict[str, Any]:
     """The variant's content hash stands for the agent (not the file's path)."""
-    return {"variant_hash": load_variant(params).spec.content_hash(), "trials": params.trials}
+    identity = {"variant_hash": load_variant(params).spec.content_hash(), "trials": params.trials}
+    return identity | ({"first_trial": params.first_trial} if params.first_trial else {})
 
 
 async def run(params: SimulateParams, inputs: list[Any], ctx: NodeContext) -> Episodes:
@@ -57,22 +80,26 @@ async def run(params: SimulateParams, inputs: list[Any], ctx: NodeContext) -> Ep
     loaded = load_variant(params)
     check_variant(loaded, tasks.cases)
     variant, variant_hash = loaded.spec, loaded.spec.content_hash()
-    previous = None if ctx.fresh else ctx.store.run_for_key(ctx.key)
-    if previous is not None:
-        run_id, done = previous.id, ctx.store.episode_keys(previous.id)
-    else:
-        config = {
-            "agent": params.agent,
-            "overrides": params.overrides,
-            "trials": params.trials,
-            "variant": variant.model_dump(mode="json"),
-            "tasks": tasks.source,
-        }
+    config = {
+        "agent": params.agent,
+        "overrides": params.overrides,
+        "trials": params.trials,
+        "variant": variant.model_dump(mode="json"),
+        "tasks": tasks.source,
+        "suite": tasks.task_hashes,
+        "lineage": variant_lineage(Path(params.agent), variant.name),
+    }
+    # The run this node's key started before (resumed), else a new one; `--fresh`: a new one.
+    if ctx.fresh:
         run_id = ctx.store.new_run(variant.name, variant_hash, config, ctx.key, ctx.pipeline_id)
-        done = set()
+    else:
+        run_id = ctx.store.claim_run(
+            variant.name, variant_hash, config, ctx.key, ctx.pipeline_id
+        ).id
+    done = ctx.store.episode_keys(run_id)
     todo: asyncio.Queue[tuple[TaskCase, int]] = asyncio.Queue()
     for case in tasks.cases:
-        for trial in range(params.trials):
+        for trial in range(params.first_trial, params.first_trial + params.trials):
             if (case.task.id, trial) not in done:
                 todo.put_nowait((case, trial))
     tracker = ctx.board.track(ctx.node_id, len(tasks.cases) * params.trials)
@@ -83,6 +110,9 @@ async def run(params: SimulateParams, inputs: list[Any], ctx: NodeContext) -> Ep
     async def worker() -> None:
         while not todo.empty():
             case, trial = todo.get_nowait()
+            if ctx.store.has_episode(run_id, case.task.id, trial):  # another process played it
+                tracker.advance()
+                continue
             seed = episode_seed(case.task.id, trial)
             spec = EpisodeSpec(
                 task=case.task,

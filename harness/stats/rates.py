@@ -1,13 +1,5 @@
-"""Statistics for pass rates: every rate the harness prints comes with an interval from here.
-
-Conventions, so that callers can rely on them:
-- Outcomes of a suite are `{task id: [trial outcome, ...]}`; trial outcomes are booleans or scores
-  in [0, 1]. Tasks are weighted equally (a task's rate is the mean over its trials), and bootstrap
-  intervals resample tasks, not trials: the trials of one task are correlated, and counting them
-  as independent would make intervals too narrow.
-- No data never crashes and never gives NaN: each function documents what it returns instead.
-- scipy and numpy are imported inside the functions, so that `import harness.stats` stays fast.
-"""
+"""Rates of one suite and their intervals: Wilson, pass@k and pass^k, the bootstrap over tasks,
+win rates. The conventions are in `harness.stats`."""
 
 from __future__ import annotations
 
@@ -29,25 +21,6 @@ class Interval:
     estimate: float
     low: float
     high: float
-
-
-@dataclass(frozen=True, slots=True)
-class McNemar:
-    """The discordant counts behind an exact McNemar p-value, so a report can show both."""
-
-    b_only: int
-    a_only: int
-    p_value: float
-
-
-@dataclass(frozen=True, slots=True)
-class PairedDifference:
-    """Pass rate of b minus pass rate of a on the same tasks, with interval and p-value."""
-
-    difference: float
-    low: float
-    high: float
-    p_value: float
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -177,60 +150,6 @@ def bootstrap_interval(
     return Interval(estimate, low, high)
 
 
-def mcnemar_exact(a: Sequence[bool], b: Sequence[bool], alternative: str = "two-sided") -> McNemar:
-    """Exact McNemar test of two variants on the same items (a[i] and b[i] are one task/trial).
-
-    Only discordant pairs carry evidence; the p-value is the binomial test of b_only out of the
-    discordant pairs at 1/2: two-sided, or with `alternative="less"` one-sided for "b is worse
-    than a" (what a regression gate asks). No discordant pairs (or no pairs) gives p = 1.
-    """
-    if len(a) != len(b):
-        raise ValueError(f"paired outcomes differ in length: {len(a)} in a, {len(b)} in b")
-    pairs = list(zip(a, b, strict=True))
-    b_only = sum(1 for x, y in pairs if y and not x)
-    a_only = sum(1 for x, y in pairs if x and not y)
-    if b_only + a_only == 0:
-        return McNemar(0, 0, 1.0)
-    from scipy.stats import binomtest
-
-    test = binomtest(b_only, b_only + a_only, alternative=alternative)
-    return McNemar(b_only, a_only, float(test.pvalue))
-
-
-def paired_bootstrap(
-    a: Outcomes,
-    b: Outcomes,
-    confidence: float = 0.95,
-    resamples: int = 10_000,
-    seed: int = 0,
-) -> PairedDifference:
-    """Pass rate of b minus a on the same tasks, resampling tasks (with all their trials).
-
-    The p-value for "no difference" is two-sided, (1 + #resampled differences <= 0) and >= 0
-    each over (resamples + 1), the smaller doubled and capped at 1; so it is never 0 (its floor is
-    2 / (resamples + 1)) and it is below 1 - confidence about when the interval excludes 0.
-    Both sides must have the same tasks (a ValueError names the others). No tasks: (0, -1, 1, 1).
-    One task: degenerate interval and p = 1, since one task cannot show a systematic difference.
-    With few tasks the bootstrap p-value is too small; prefer `mcnemar_exact` on paired trials.
-    """
-    _check_confidence(confidence)
-    if a.keys() != b.keys():
-        only_a = ", ".join(task for task in a if task not in b) or "none"
-        only_b = ", ".join(task for task in b if task not in a) or "none"
-        raise ValueError(f"task sets differ: only in a: {only_a}; only in b: {only_b}")
-    if not a:
-        return PairedDifference(0.0, -1.0, 1.0, 1.0)
-    differences = _task_means({task: b[task] for task in a}) - _task_means(a)
-    difference = float(differences.mean())
-    if len(differences) < 2:
-        return PairedDifference(difference, difference, difference, 1.0)
-    low, high, resampled = _bootstrap_mean(differences, confidence, resamples, seed)
-    below = int((resampled <= 0).sum()) + 1
-    above = int((resampled >= 0).sum()) + 1
-    p_value = min(1.0, 2 * min(below, above) / (len(resampled) + 1))
-    return PairedDifference(difference, low, high, p_value)
-
-
 def win_rate(wins: int, losses: int, ties: int, confidence: float = 0.95) -> Interval:
     """Relative-judge win rate of b over a, a tie counting as half a win, with a Wilson interval.
 
@@ -245,10 +164,28 @@ def win_rate(wins: int, losses: int, ties: int, confidence: float = 0.95) -> Int
     n = wins + losses + ties
     if n == 0:
         return Interval(0.5, 0.0, 1.0)
+    return _wilson((wins + ties / 2) / n, n, confidence)
+
+
+def _wilson(rate: float, n: int, confidence: float) -> Interval:
+    """Wilson score interval in closed form, for a rate that need not be a whole count over n."""
     from scipy.special import ndtri
 
-    rate = (wins + ties / 2) / n
     z2 = float(ndtri(0.5 + confidence / 2)) ** 2
     center = (rate + z2 / (2 * n)) / (1 + z2 / n)
     half_width = sqrt(z2 * rate * (1 - rate) / n + z2 * z2 / (4 * n * n)) / (1 + z2 / n)
     return Interval(rate, max(0.0, center - half_width), min(1.0, center + half_width))
+
+
+def task_wilson_interval(outcomes: Outcomes, confidence: float = 0.95) -> Interval:
+    """Mean of the per-task rates with a Wilson interval that counts tasks, not trials.
+
+    A task's rate lies in [0, 1], so its variance across tasks is at most p(1 - p): the interval
+    is exact for a deterministic agent (every trial of a task alike) and a little wide otherwise,
+    never too narrow however many trials were repeated. No tasks: (0, 0, 1).
+    """
+    _check_confidence(confidence)
+    if not outcomes:
+        return Interval(0.0, 0.0, 1.0)
+    means = _task_means(outcomes)
+    return _wilson(float(means.mean()), len(means), confidence)

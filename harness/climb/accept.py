@@ -1,0 +1,72 @@
+"""Acceptance is the gate, not GEPA's own score: production and the best candidate play the
+held-out validation tasks with fresh seeds, and the candidate ships only if the gate passes and
+the task-clustered paired test finds it better at the gate's alpha."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.climb.search import SearchResult
+from harness.compare import GradedEpisodes, compare_episodes
+from harness.gate import gate_run, load_gate_config
+from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
+from harness.store import Store
+
+
+@dataclass
+class Acceptance:
+    """The decision, every reason for it, and the runs it rests on."""
+
+    accepted: bool
+    reasons: list[str]
+    evidence: list[str] = field(default_factory=list)
+    production_run: str | None = None
+    candidate_run: str | None = None
+
+
+def accept(result: SearchResult) -> Acceptance:
+    if not result.best:
+        return Acceptance(False, ["no candidate beat production on the train tasks"])
+    if not result.split.validation:
+        return Acceptance(False, ["no held-out validation tasks to accept a candidate on"])
+    config, options = result.context.config, result.context.options
+    fresh = config.trials  # search played trials 0..trials-1: acceptance plays new seeds
+    production, _ = result.adapter.play({}, result.split.validation, first_trial=fresh)
+    candidate, _ = result.adapter.play(result.best, result.split.validation, first_trial=fresh)
+    if production.run_id is None or candidate.run_id is None:
+        return Acceptance(False, ["the validation runs did not complete (see the pipeline log)"])
+    gate_config = load_gate_config(config.gate)
+    base = result.context.base
+    params = LoadTasksParams(
+        paths=[str(base / p) for p in config.tasks.paths],
+        personas=str(base / config.tasks.personas) if config.tasks.personas else None,
+        ids=result.split.validation,
+    )
+    cases = load_task_set(params).cases
+    store = Store(options.store)
+    try:
+        gate = gate_run(store, gate_config, candidate.run_id, production.run_id, cases)
+        comparison = compare_episodes(
+            GradedEpisodes.load(store, production.run_id),
+            GradedEpisodes.load(store, candidate.run_id),
+            cases,
+        )
+    finally:
+        store.close()
+    test = comparison.tasks
+    evidence = [
+        f"Validation: {len(result.split.validation)} held-out tasks x {config.trials} trial(s), "
+        f"fresh seeds: production {comparison.a.rate:.1%} -> candidate {comparison.b.rate:.1%}.",
+        f"Task-clustered difference {test.difference:+.1%} (95% CI {test.low:+.1%} to "
+        f"{test.high:+.1%}), one-sided p = {test.p_better:.4f} (alpha {gate_config.alpha:g}).",
+    ]
+    reasons = [f"gate: {reason}" for reason in gate.reasons]
+    if test.p_better >= gate_config.alpha:
+        reasons.append(
+            f"not better: one-sided task-clustered p = {test.p_better:.4f} is not below alpha "
+            f"{gate_config.alpha:g}"
+        )
+    accepted = not reasons
+    if accepted:
+        reasons = ["the gate passes and the candidate is better on the held-out tasks"]
+    return Acceptance(accepted, reasons, evidence, production.run_id, candidate.run_id)

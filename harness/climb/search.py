@@ -1,0 +1,219 @@
+"""`harness climb`: GEPA searches for a better variant on the train tasks; the best candidate
+ships only if the gate, on held-out validation tasks with fresh seeds, says it is better than
+production and regresses nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.climb.adapter import ClimbContext, Evaluation, HarnessAdapter
+from harness.climb.candidates import changes, seed_candidate
+from harness.defaults import STATE_DIR
+from harness.models import CompletionParams
+from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
+from harness.pipeline.runner import RunOptions, model_runtime
+from harness.sim.suite import TaskCase
+from harness.specs.climb import Climb, ClimbTasks, Selection
+from harness.specs.load import Loaded, load_agent
+from harness.specs.overrides import Override
+from harness.store import new_id
+from harness.transcript import Message
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Split:
+    """Task ids reflected on, and held out for acceptance."""
+
+    train: list[str]
+    validation: list[str]
+
+
+@dataclass
+class SearchResult:
+    """What the search found before acceptance."""
+
+    climb_id: str
+    workdir: Path
+    split: Split
+    best: dict[str, Any]  # the best candidate's changes to production ({} when none won)
+    lineage: list[str]  # candidate ids from production to the best
+    candidates: int
+    episodes: int
+    spent_usd: float
+    reflection_usd: float
+    stopped_by: str
+    reflection: Reflection = field(repr=False)
+    adapter: HarnessAdapter = field(repr=False)
+    context: ClimbContext = field(repr=False)
+
+
+def split_tasks(cases: list[TaskCase], spec: ClimbTasks) -> Split:
+    """Train and validation ids: as selected, or a seeded random split; regression-tagged
+    tasks always held out."""
+
+    def chosen(selection: Selection, case: TaskCase) -> bool:
+        task = case.task
+        return (
+            task.id in selection.ids
+            or bool(set(selection.tags) & set(task.tags))
+            or task.level in selection.levels
+        )
+
+    held = {c.task.id for c in cases if set(c.task.tags) & set(spec.regression_tags)}
+    if spec.train is not None:
+        train = [c.task.id for c in cases if chosen(spec.train, c)]
+    else:
+        pool = [c.task.id for c in cases if c.task.id not in held]
+        shuffled = random.Random(spec.seed).sample(pool, len(pool))
+        train = sorted(shuffled[: max(1, round(len(pool) * (1 - spec.validation_fraction)))])
+    train = [t for t in train if t not in held]
+    if spec.validation is not None:
+        validation = [c.task.id for c in cases if chosen(spec.validation, c) or c.task.id in held]
+    else:
+        validation = [c.task.id for c in cases if c.task.id not in train]
+    return Split(train, [t for t in validation if t not in train])
+
+
+def search(
+    loaded: Loaded[Climb],
+    options: RunOptions,
+    climb_id: str = "",
+    progress: Progress = lambda line: None,
+) -> SearchResult:
+    """Run (or resume, with the same `climb_id`) GEPA's search on the train tasks."""
+    import gepa
+    from gepa.utils.stop_condition import MaxCandidateProposalsStopper, TimeoutStopCondition
+
+    config, base = loaded.spec, loaded.path.parent
+    climb_id = climb_id or new_id("climb-")
+    workdir = STATE_DIR / "climbs" / climb_id
+    workdir.mkdir(parents=True, exist_ok=True)
+    production_file = (base / config.production).resolve()
+    overrides = [Override.parse_in(o, "agent") for o in config.overrides]
+    production = load_agent(production_file, overrides).spec
+    seed = seed_candidate(production, config.components)
+    params = LoadTasksParams(
+        paths=[str(base / p) for p in config.tasks.paths],
+        personas=str(base / config.tasks.personas) if config.tasks.personas else None,
+    )
+    split = split_tasks(load_task_set(params).cases, config.tasks)
+    ledger = workdir / "evaluations.jsonl"
+
+    def record(evaluation: Evaluation, changed: dict[str, Any]) -> None:
+        entry = {"candidate": evaluation.candidate, "run_id": evaluation.run_id}
+        entry |= {"scores": evaluation.scores, "cost_usd": evaluation.cost_usd, "changes": changed}
+        with ledger.open("a") as out:
+            out.write(json.dumps(entry) + "\n")
+        mean = sum(evaluation.scores.values()) / max(len(evaluation.scores), 1)
+        progress(
+            f"candidate {evaluation.candidate}: {mean:.0%} on {len(evaluation.scores)} tasks "
+            f"(run {evaluation.run_id}); {adapter.episodes_played} episodes, "
+            f"${adapter.spent_usd + reflection.spent:.4f} spent"
+        )
+
+    context = ClimbContext(config, base, production_file, seed, workdir, options, record)
+    adapter = HarnessAdapter(context)
+    reflection = Reflection(config, options)
+    stoppers: list[Any] = [lambda state: reflection.spent + adapter.spent_usd > budget_usd]
+    budget_usd = config.budget.usd if config.budget.usd is not None else float("inf")
+    if config.budget.minutes is not None:
+        stoppers.append(TimeoutStopCondition(config.budget.minutes * 60))
+    if config.budget.candidates is not None:
+        stoppers.append(MaxCandidateProposalsStopper(config.budget.candidates))
+    progress(f"climb {climb_id}: {len(split.train)} train, {len(split.validation)} held-out tasks")
+    result = gepa.optimize(
+        seed_candidate=seed,
+        trainset=split.train,
+        valset=split.train,
+        adapter=adapter,
+        reflection_lm=reflection,
+        reflection_minibatch_size=min(config.minibatch, len(split.train)),
+        max_metric_calls=max(config.budget.episodes // config.trials, 1),
+        stop_callbacks=stoppers,
+        run_dir=str(workdir / "gepa"),
+        seed=config.seed,
+        raise_on_exception=True,
+        logger=FileLog(workdir / "gepa.log"),
+    )
+    best = changes(result.best_candidate, seed, config.components)
+    return SearchResult(
+        climb_id=climb_id,
+        workdir=workdir,
+        split=split,
+        best=best,
+        lineage=_lineage(result, seed, config),
+        candidates=len(result.candidates),
+        episodes=adapter.episodes_played,
+        spent_usd=adapter.spent_usd,
+        reflection_usd=reflection.spent,
+        stopped_by=_stop_reason(adapter, config),
+        reflection=reflection,
+        adapter=adapter,
+        context=context,
+    )
+
+
+class FileLog:
+    """GEPA's own log, kept in the climb's folder instead of the terminal."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def log(self, message: str) -> None:
+        with self.path.open("a", encoding="utf-8") as out:
+            out.write(message + "\n")
+
+
+class Reflection:
+    """The reflection model as GEPA calls it (`prompt -> text`), through the harness runtime:
+    cached, retried, costed."""
+
+    def __init__(self, config: Climb, options: RunOptions):
+        self.runtime = model_runtime(options)
+        self.model = self.runtime.model(config.reflection_model, role="reflection")
+        self.spent = 0.0
+        self.calls = 0
+        self.seconds = 0.0
+
+    def __call__(self, prompt: str) -> str:
+        async def ask() -> Any:
+            try:
+                return await self.model.complete(
+                    [Message(role="user", content=prompt)], [], CompletionParams(max_tokens=2048)
+                )
+            finally:
+                await self.runtime.aclose()
+
+        started = time.perf_counter()
+        completion = asyncio.run(ask())
+        self.seconds += time.perf_counter() - started
+        self.spent += completion.usage.cost_usd
+        self.calls += 1
+        return completion.message.content
+
+
+def _lineage(result: Any, seed: dict[str, str], config: Climb) -> list[str]:
+    """Candidate ids from production to the best, following GEPA's parents."""
+    from harness.climb.candidates import candidate_id
+
+    chain, index = [], result.best_idx
+    while index is not None:
+        chain.append(candidate_id(changes(result.candidates[index], seed, config.components)))
+        parents = [p for p in result.parents[index] if p is not None]
+        index = parents[0] if parents else None
+    return list(reversed(chain))
+
+
+def _stop_reason(adapter: HarnessAdapter, config: Climb) -> str:
+    if adapter.episodes_played >= config.budget.episodes:
+        return f"episode budget ({config.budget.episodes})"
+    return "search finished (no budget limit reached, or another limit: time, dollars, proposals)"

@@ -1,0 +1,68 @@
+"""The figures behind a gate decision, as typed models: every rule's outcome, each run's
+errors, the level floors, the budgets and the suites compared."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class RuleCheck(BaseModel):
+    """One rule of the gate: passed or not, with the figures that decided it."""
+
+    rule: str = Field(description="The rule's name, e.g. 'errors', 'level 1', 'cost budget'.")
+    passed: bool = Field(description="True when the rule holds.")
+    detail: str = Field(description="One line with the figures; the reason when it failed.")
+
+
+class LevelFigures(BaseModel):
+    """The candidate's pass rate on the tasks of one level, against that level's floor."""
+
+    rate: float = Field(description="Mean of the level's per-task pass rates.")
+    n: int = Field(description="Graded episodes of the level.")
+    tasks: int = Field(default=0, description="Graded tasks of the level: the interval's unit.")
+    low: float = Field(description="Lower end of the 95% Wilson interval over tasks.")
+    high: float = Field(description="Upper end of the 95% Wilson interval over tasks.")
+    floor: float = Field(description="The lowest pass rate the gate allows.")
+
+
+class BudgetFigures(BaseModel):
+    """The candidate's spend, measured against the gate's budgets."""
+
+    cost_usd_per_episode: float = Field(description="Mean cost per episode, agent and user.")
+    latency_s_p95: float = Field(description="95th-percentile episode wall time in seconds.")
+    unpriced_models: list[str] = Field(
+        default_factory=list,
+        description="Models the candidate called that have no price: their calls count as $0.",
+    )
+
+
+class RunErrors(BaseModel):
+    """The episodes of one compared run that carry no complete evidence."""
+
+    run_id: str = Field(description="The run in the results store.")
+    role: Literal["candidate", "baseline"] = Field(description="Its side of the comparison.")
+    episodes: int = Field(description="Episodes stored for the gated tasks.")
+    errors: int = Field(description="Episodes whose verdict is an error.")
+    ungraded: int = Field(description="Episodes without a verdict.")
+    soft_errors: int = Field(
+        description="Episodes that passed or failed while a soft check could not decide."
+    )
+    by_side: dict[str, int] = Field(
+        default_factory=dict,
+        description="Errors and soft-check errors by the side that failed (agent, judge, ...).",
+    )
+    rate: float = Field(description="(errors + ungraded + soft errors) / episodes.")
+
+
+class SuiteFigures(BaseModel):
+    """How the two runs' task sets (ids and content hashes) compare."""
+
+    same: bool = Field(description="Same task ids with the same content hashes.")
+    common: list[str] = Field(description="Tasks both runs played in the same content.")
+    only_baseline: list[str] = Field(default_factory=list, description="Only the baseline's.")
+    only_candidate: list[str] = Field(default_factory=list, description="Only the candidate's.")
+    changed: list[str] = Field(
+        default_factory=list, description="Same id, different content: left out."
+    )

@@ -1,0 +1,65 @@
+"""Statistics for pass rates: every rate the harness prints comes with an interval from here.
+
+Conventions, so that callers can rely on them:
+- Outcomes of a suite are `{task id: [trial outcome, ...]}`; trial outcomes are booleans or scores
+  in [0, 1]. Tasks are weighted equally (a task's rate is the mean over its trials), and bootstrap
+  intervals resample tasks, not trials: the trials of one task are correlated, and counting them
+  as independent would make intervals too narrow.
+- No data never crashes and never gives NaN: each function documents what it returns instead.
+- scipy and numpy are imported inside the functions, so that `import harness.stats` stays fast.
+- Decisions between two variants use `clustered_difference` (or `sign_flip_test`): the unit is
+  the task, so repeating trials of a deterministic agent cannot make a difference "significant".
+  `mcnemar_exact` treats every (task, trial) pair as independent and decides nothing.
+"""
+
+from harness.stats.paired import (
+    ClusteredDifference,
+    McNemar,
+    PairedDifference,
+    SignFlip,
+    clustered_difference,
+    expanded_confidence,
+    lattice_scale,
+    mcnemar_exact,
+    minimum_detectable_effect,
+    paired_bootstrap,
+    sign_flip_test,
+    task_differences,
+)
+from harness.stats.rates import (
+    Interval,
+    Outcomes,
+    bootstrap_interval,
+    pass_at_k,
+    pass_hat_k,
+    suite_pass_at_k,
+    suite_pass_hat_k,
+    task_wilson_interval,
+    wilson_interval,
+    win_rate,
+)
+
+__all__ = [
+    "ClusteredDifference",
+    "Interval",
+    "McNemar",
+    "Outcomes",
+    "PairedDifference",
+    "SignFlip",
+    "bootstrap_interval",
+    "clustered_difference",
+    "expanded_confidence",
+    "lattice_scale",
+    "mcnemar_exact",
+    "minimum_detectable_effect",
+    "paired_bootstrap",
+    "pass_at_k",
+    "pass_hat_k",
+    "sign_flip_test",
+    "suite_pass_at_k",
+    "suite_pass_hat_k",
+    "task_differences",
+    "task_wilson_interval",
+    "wilson_interval",
+    "win_rate",
+]

@@ -1,0 +1,113 @@
+"""The results store's records (runs, episodes, pipelines) and the rows they are read from."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from harness.grading.result import Verdict
+from harness.secrets import redact
+from harness.transcript import Usage
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def new_id(prefix: str = "") -> str:
+    """A time-ordered unique id."""
+    return prefix + datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+@dataclass
+class RunInfo:
+    """A stored run's header."""
+
+    id: str
+    created_at: str
+    variant: str
+    variant_hash: str
+    config: dict[str, Any]
+    status: str
+    node_key: str | None = None
+    pipeline_id: str | None = None
+
+
+@dataclass
+class EpisodeRow:
+    """One stored episode as summaries need it."""
+
+    task_id: str
+    trial: int
+    end_reason: str
+    turns: int
+    usage: Usage
+    user_usage: Usage
+    duration_s: float
+    verdict: Verdict | None
+
+
+@dataclass
+class PipelineInfo:
+    """A stored pipeline execution: its resolved configuration and what each node did."""
+
+    id: str
+    name: str
+    created_at: str
+    status: str
+    config: dict[str, Any]
+    nodes: dict[str, Any]
+
+
+def insert_run(
+    db: sqlite3.Connection,
+    variant: str,
+    variant_hash: str,
+    config: dict[str, Any],
+    node_key: str | None,
+    pipeline_id: str | None,
+) -> str:
+    run_id = new_id()
+    db.execute(
+        "INSERT INTO runs (id, created_at, variant, variant_hash, config, status,"
+        " node_key, pipeline_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            run_id,
+            now(),
+            variant,
+            variant_hash,
+            redact(json.dumps(config, sort_keys=True)),
+            "running",
+            node_key,
+            pipeline_id,
+        ),
+    )
+    return run_id
+
+
+def run_info(row: sqlite3.Row) -> RunInfo:
+    return RunInfo(
+        id=row["id"],
+        created_at=row["created_at"],
+        variant=row["variant"],
+        variant_hash=row["variant_hash"],
+        config=json.loads(row["config"]),
+        status=row["status"],
+        node_key=row["node_key"],
+        pipeline_id=row["pipeline_id"],
+    )
+
+
+def pipeline_info(row: sqlite3.Row) -> PipelineInfo:
+    return PipelineInfo(
+        id=row["id"],
+        name=row["name"],
+        created_at=row["created_at"],
+        status=row["status"],
+        config=json.loads(row["config"]),
+        nodes=json.loads(row["nodes"]),
+    )

@@ -1,0 +1,270 @@
+"""The checks of a task made from production: what the correct behaviour is, never what failed.
+
+- An exception: the episode must finish without that exception at that tool and without an
+  agent crash (`no_error`); for a not-found error, the agent must tell the user about the id
+  (having looked it up, or asking to confirm it) rather than act on it; otherwise it must answer
+  about the ids the user gave; and an `llm_judge` criterion written from the exception and the
+  conversation.
+- Negative feedback: an `llm_judge` criterion from the note, plus deterministic checks when the
+  note states a value: an amount (the call it corrects, with the right amount; never the wrong
+  one), a tool (called, or never called when the note says so), an argument (`name=value`).
+  An `expected` label states them directly (`answer`, `must_call`, `must_not_call`).
+- A success: the tools called with their key arguments (ids, emails), facts of the answers that
+  came from tool results, and the final state the domain says those calls imply.
+
+A judge criterion is hard only when no deterministic check decides the task.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from harness.traces.failures import Failure
+from harness.traces.reconstruct import Conversation, Observation, Raised
+
+EMAILS = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
+AMOUNTS = re.compile(r"[$€£]\s?(\d+(?:\.\d{1,2})?)|\b(\d+\.\d{2})\b")
+NOT_FOUND = re.compile(
+    r"not found|no such|does ?n[o']t exist|unknown|missing|no \w+ with", re.IGNORECASE
+)
+NOT_FOUND_TYPES = ("KeyError", "LookupError", "IndexError", "NotFound", "DoesNotExist")
+NEGATION = re.compile(r"\b(not|never|n't|without|instead of|shouldn't|mustn't)\b", re.IGNORECASE)
+Check = dict[str, Any]
+
+
+def is_id(value: Any, patterns: dict[str, re.Pattern[str]]) -> bool:
+    """An id the domain declares, or an email."""
+    return isinstance(value, str) and (
+        any(p.fullmatch(value) for p in patterns.values()) or bool(EMAILS.fullmatch(value))
+    )
+
+
+def key_arguments(arguments: dict[str, Any], patterns: dict[str, re.Pattern[str]]) -> Check:
+    return {k: v for k, v in arguments.items() if is_id(v, patterns)}
+
+
+def _judge(name: str, criterion: str) -> Check:
+    return {"kind": "llm_judge", "name": name, "criterion": criterion}
+
+
+def _not_found(error: Raised) -> bool:
+    return error.type.endswith(NOT_FOUND_TYPES) or bool(NOT_FOUND.search(error.message))
+
+
+def error_checks(
+    error: Raised, conversation: Conversation, ids: list[str], patterns: dict[str, re.Pattern[str]]
+) -> list[Check]:
+    """The correct behaviour where production raised `error`."""
+    if error.tool:
+        checks: list[Check] = [
+            {
+                "kind": "no_error",
+                "name": f"no {error.type} at {error.tool}, no agent crash",
+                "tool": error.tool,
+                "error": error.type,
+            }
+        ]
+    else:
+        checks = [{"kind": "no_error", "name": "no agent crash"}]
+    failing_ids = [v for v in error.arguments.values() if is_id(v, patterns)]
+    if error.tool and _not_found(error) and failing_ids:
+        checks += [
+            {"kind": "text", "name": f"tells the user about {value}", "contains": value}
+            for value in failing_ids[:2]
+        ]
+    else:
+        checks += [
+            {"kind": "text", "name": f"answers about {value}", "contains": value}
+            for value in ids[:2]
+        ] or [{"kind": "text", "name": "answers", "regex": "\\w"}]
+    users = conversation.user_texts()
+    asked = f' when the user said "{users[0][:200]}"' if users else ""
+    where = f"the tool {error.tool}" if error.tool else f"{error.op}"
+    hint = (
+        "make sure what the user named exists (look it up) before acting on it, or ask the user "
+        "to confirm it"
+        if _not_found(error)
+        else "check what that step needs before taking it"
+    )
+    checks.append(
+        _judge(
+            "handles what failed in production",
+            f"In production, {where} raised {error.type} ({error.message}){asked}. This time "
+            f"the agent does not repeat the failing step: it should {hint}, and tell the user "
+            "plainly what it did or what it needs.",
+        )
+    )
+    return checks
+
+
+def _amounts(text: str) -> list[float]:
+    return [float(a or b) for a, b in AMOUNTS.findall(text)]
+
+
+def note_checks(
+    note: str, conversation: Conversation, tools: set[str], patterns: dict[str, re.Pattern[str]]
+) -> list[Check]:
+    """Deterministic checks for what a reviewer's note states: amounts, tools, arguments."""
+    checks: list[Check] = []
+    numeric = [
+        (o, name, value)
+        for o in conversation.observations
+        for name, value in o.arguments.items()
+        if isinstance(value, int | float) and not isinstance(value, bool)
+    ]
+    used = {float(value) for _, _, value in numeric}
+    stated = _amounts(note)
+    right = [a for a in stated if a not in used]
+    wrong = [a for a in stated if a in used]
+    for amount in right[:1]:
+        if numeric:
+            observation, name, _ = numeric[-1]
+            args = {**key_arguments(observation.arguments, patterns), name: amount}
+            checks.append(
+                _called(observation.name, args, f"calls {observation.name} with {name} {amount:g}")
+            )
+        else:
+            checks.append(
+                {"kind": "text", "name": f"states {amount:.2f}", "contains": f"{amount:.2f}"}
+            )
+    for amount in wrong[:1]:
+        observation, name, _ = next(n for n in numeric if float(n[2]) == amount)
+        checks.append(
+            {
+                **_called(observation.name, {name: observation.arguments[name]}, ""),
+                "name": f"never calls {observation.name} with {name} {amount:g}",
+                "min_count": 0,
+                "max_count": 0,
+            }
+        )
+    for sentence in re.split(r"(?<=[.!?;])\s+", note):
+        for tool in sorted(t for t in tools if re.search(rf"\b{re.escape(t)}\b", sentence)):
+            checks += _tool_stated(tool, sentence, conversation.observations)
+    return checks
+
+
+def _tool_stated(tool: str, sentence: str, observations: list[Observation]) -> list[Check]:
+    """What a sentence of a note naming a tool asks: never to call it (a negated sentence), or
+    to call it, unless production already made that very call (then the note names what went
+    wrong, and a check requiring it would assert the failing call)."""
+    args = _stated_arguments(sentence, observations, tool)
+    if NEGATION.search(sentence):
+        never = {**_called(tool, args, ""), "name": f"never calls {tool}"}
+        return [{**never, "min_count": 0, "max_count": 0}]
+    made = [o.arguments for o in observations if o.name == tool]
+    if any(all(a.get(k) == v for k, v in args.items()) for a in made):
+        return []
+    return [_called(tool, args, f"calls {tool}")]
+
+
+def _called(tool: str, args: dict[str, Any], name: str) -> Check:
+    return {"kind": "tool_called", "name": name, "tool": tool, "args": args}
+
+
+def _stated_arguments(sentence: str, observations: list[Observation], tool: str) -> Check:
+    """`name=value` or `name: value` in a sentence, for argument names the tool was called with."""
+    names = {k for o in observations if o.name == tool for k in o.arguments}
+    found = {}
+    for name in names:
+        match = re.search(rf"\b{re.escape(name)}\s*[=:]\s*['\"]?([\w.@+-]+)", sentence)
+        if match:
+            found[name] = _value(match.group(1))
+    return found
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def failure_checks(
+    conversation: Conversation,
+    failure: Failure,
+    tools: set[str],
+    ids: list[str],
+    patterns: dict[str, re.Pattern[str]],
+) -> list[Check]:
+    """Checks of the correct behaviour for a failed conversation (see the module docstring)."""
+    checks: list[Check] = []
+    expected = failure.expected
+    if expected.get("answer"):
+        checks.append(
+            {
+                "kind": "text",
+                "name": "gives the expected answer",
+                "contains": str(expected["answer"]),
+            }
+        )
+    for tool in expected.get("must_call", []):
+        checks.append(_called(tool, {}, f"calls {tool}"))
+    for tool in expected.get("must_not_call", []):
+        checks.append({**_called(tool, {}, f"never calls {tool}"), "min_count": 0, "max_count": 0})
+    seen: set[tuple[str | None, str]] = set()
+    for error in failure.errors:
+        if (error.tool, error.type) not in seen:
+            seen.add((error.tool, error.type))
+            checks += error_checks(error, conversation, ids, patterns)
+    for note in failure.notes:
+        checks += note_checks(note, conversation, tools, patterns)
+    judges = [
+        _judge(
+            "avoids the reported problem",
+            "A reviewer of the production conversation reported this problem: "
+            f'"{text}". The agent does not make that mistake.',
+        )
+        for text in failure.notes + failure.labels
+    ]
+    if failure.unresolved or not (checks or judges):
+        judges.append(
+            _judge("resolves the request", "The agent correctly resolves the user's request.")
+        )
+    checks = [{k: v for k, v in c.items() if v != "" and v != {}} for c in _unique(checks)]
+    decided = any(c["kind"] != "llm_judge" for c in checks)
+    for check in checks + judges:
+        if check["kind"] == "llm_judge":
+            check["hard"] = not decided
+    return checks + judges
+
+
+def _unique(checks: list[Check]) -> list[Check]:
+    return list({json.dumps(c, sort_keys=True): c for c in checks}.values())
+
+
+def success_checks(
+    conversation: Conversation, patterns: dict[str, re.Pattern[str]], state: dict[str, Any]
+) -> list[Check]:
+    """Checks that keep what a conversation that went well did."""
+    checks: list[Check] = []
+    for observation in conversation.observations:
+        if observation.error is None:
+            args = key_arguments(observation.arguments, patterns)
+            checks.append({"kind": "tool_called", "tool": observation.name, "args": args})
+    checks = [{k: v for k, v in c.items() if v != {}} for c in _unique(checks)]
+    checks += [
+        {"kind": "text", "name": f"states {fact}", "contains": fact} for fact in facts(conversation)
+    ]
+    if state:
+        checks.append({"kind": "state", "name": "same final state", "expect": state})
+    return checks or [{"kind": "text", "name": "answers", "regex": "\\w"}]
+
+
+def facts(conversation: Conversation) -> list[str]:
+    """Values from tool results that the agent's answers state (tracking numbers, amounts)."""
+    answers = " ".join(
+        m.content for m in conversation.transcript.messages if m.role == "assistant" and m.content
+    )
+    values: list[str] = []
+    for observation in conversation.observations:
+        if not isinstance(observation.result, dict):
+            continue
+        for value in observation.result.values():
+            if not isinstance(value, str | int | float) or isinstance(value, bool):
+                continue
+            text = f"{value:.2f}" if isinstance(value, float) else str(value)
+            if len(text) >= 4 and any(c.isdigit() for c in text) and text in answers:
+                values.append(text)
+    return list(dict.fromkeys(values))[:3]

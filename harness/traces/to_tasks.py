@@ -1,0 +1,42 @@
+"""`harness traces to-tasks` as one library call: calls -> conversations -> clusters -> tasks."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from harness.domains import Environment, resolve_domain
+from harness.imports import is_reference, split_reference
+from harness.traces.calls import CallRecord, Filters, Unreadable
+from harness.traces.convert import TaskOptions, Written, write_tasks
+from harness.traces.failures import cluster
+from harness.traces.reconstruct import conversations
+
+
+def domain_for_tasks(reference: str, out: Path, base: Path) -> tuple[str, type[Environment]]:
+    """The domain as the task files in `out` must name it (a `file.py:Class` given relative to
+    `base` becomes relative to `out`), and its class; `UnknownDomain` when it names none."""
+    found = resolve_domain(reference, base)
+    if not is_reference(reference):
+        return reference, found
+    module, name = split_reference(reference)
+    if not module.endswith(".py"):
+        return reference, found
+    path = (base / module).resolve()
+    return f"{Path(os.path.relpath(path, out.resolve())).as_posix()}:{name}", found
+
+
+def to_tasks(
+    calls: Iterable[CallRecord],
+    filters: Filters,
+    out: Path,
+    options: TaskOptions,
+    force: bool = False,
+) -> Written:
+    """Convert the calls into task files in `out`; what could not be used is in `unreadable`."""
+    problems: list[Unreadable] = []
+    clusters = cluster(conversations(calls, problems), filters)
+    written = write_tasks(clusters, out, options, force)
+    written.unreadable = problems + written.unreadable
+    return written
