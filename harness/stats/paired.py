@@ -55,7 +55,7 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool], alternative: str = "two-
 
 
 def task_differences(a: Outcomes, b: Outcomes) -> np.ndarray:
-    """Each task's rate in b minus its rate in a, in a's task order. Both sides must have the
+    """Each task's rate in b minus its rate in a, tasks as a lists them. Both sides must have the
     same tasks (a ValueError names the others)."""
     if a.keys() != b.keys():
         only_a = ", ".join(task for task in a if task not in b) or "none"
