@@ -17,15 +17,18 @@ import yaml
 from harness.specs.located import SpecError, read_yaml
 from tests.conftest import JUDGE, ROOT, SCRIPTED
 
-# Runs the command in this process and reports its peak memory: limits, not timings.
+# Runs the command in this process and reports its peak memory: limits, not timings. VmHWM
+# belongs to the process's own address space (ru_maxrss would count the forked test runner's).
 MEASURED = """
-import resource, sys
+import re, sys
+from pathlib import Path
 from harness.cli import main
 sys.argv = ["harness", *sys.argv[1:]]
 try:
     main()
 finally:
-    print(f"peak-kb {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
+    peak = re.search(r"VmHWM:\\s+(\\d+)", Path("/proc/self/status").read_text())[1]
+    print(f"peak-kb {peak}", file=sys.stderr)
 """
 
 
