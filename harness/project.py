@@ -74,13 +74,13 @@ def _project(path: Path, data: Any) -> Project:
 _loaded = False
 
 
-def load_plugins(start: Path | None = None) -> Project:
+def load_plugins(start: Path | None = None) -> None:
     """Import the project's plug-ins, once per process (registries call this on first use)."""
     global _loaded
-    project = find_project(start)
     if _loaded:
-        return project
+        return
     _loaded = True
+    project = find_project(start)
     from harness.imports import UnresolvedReference, import_module
 
     for plugin in project.plugins:
@@ -88,4 +88,3 @@ def load_plugins(start: Path | None = None) -> Project:
             import_module(plugin, project.root)
         except UnresolvedReference as exc:
             raise ProjectError(f"{project.source}: plugins: {exc}") from None
-    return project
