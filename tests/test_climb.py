@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.domains.base import resolve_domain
 from harness.specs.load import load_agent
 from harness.specs.overrides import Override
 from tests.conftest import ROOT, run_harness
@@ -29,8 +30,8 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def climb(project: Path, *options: str) -> subprocess.CompletedProcess[str]:
-    return run_harness("climb", CLIMB, "--no-traces", *options, cwd=project)
+def climb(project: Path, *options: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return run_harness("climb", CLIMB, "--no-traces", *options, cwd=project, **env)
 
 
 def variant_hashes(project: Path) -> dict[str, str]:
@@ -41,11 +42,13 @@ def variant_hashes(project: Path) -> dict[str, str]:
 def test_the_climb_finds_the_refund_window_fix_and_ships_it(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    done = climb(project)
+    done = climb(project, WANDB_MODE="offline")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SHIPPED: the gate passes" in done.stdout
     written = project / "agents" / "support-baseline-refund-window.yaml"
-    assert f"wrote {written.relative_to(project)}" in done.stdout or f"wrote {written}" in done.stdout
+    assert (
+        f"wrote {written.relative_to(project)}" in done.stdout or f"wrote {written}" in done.stdout
+    )
     text = written.read_text()
     assert text.startswith("# Accepted by `harness climb` (climb-")
     data = yaml.safe_load(text)
@@ -63,10 +66,93 @@ def test_the_climb_finds_the_refund_window_fix_and_ships_it(
     assert shipped in set(variant_hashes(project).values())
     evidence = re.search(r"production (\d+\.\d)% -> candidate (\d+\.\d)%", done.stdout)
     assert evidence and float(evidence[2]) > float(evidence[1])
+    # The W&B run (offline) holds the climb.
+    wandb_dir = re.search(r"W&B run \(offline\): (\S+)", done.stdout)
+    assert wandb_dir, done.stdout
+    assert list((project / wandb_dir[1]).glob("*.wandb"))
+
+
+def test_every_candidate_is_in_the_results_store(project: Path) -> None:
+    done = climb(project)
+    climb_id = re.search(r"climb (climb-\S+):", done.stdout)
+    assert done.returncode == 0 and climb_id, done.stdout + done.stderr
+    with sqlite3.connect(project / ".harness" / "results.db") as db:
+        candidates = {
+            row[0]: row[1:]
+            for row in db.execute(
+                "SELECT candidate, parent, status, diff FROM climb_candidates WHERE climb_id = ?",
+                (climb_id[1],),
+            )
+        }
+        evaluated = db.execute(
+            "SELECT e.candidate, e.purpose, r.variant_hash FROM climb_evaluations e"
+            " JOIN runs r ON r.id = e.run_id WHERE e.climb_id = ?",
+            (climb_id[1],),
+        ).fetchall()
+    assert candidates["production"][:2] == (None, "production")
+    shipped = [c for c, (_, status, _) in candidates.items() if status == "shipped"]
+    assert len(shipped) == 1
+    parent, _, diff = candidates[shipped[0]]
+    assert parent in candidates and "+++ candidate/skill:refund-policy" in diff
+    assert "30-day refund window" in diff
+    rejected = [c for c, (_, status, _) in candidates.items() if status == "rejected"]
+    assert rejected, candidates  # the generic proposal lost on its minibatch
+    # Every evaluation is a stored run; production and the shipped candidate were accepted on.
+    assert {(c, p) for c, p, _ in evaluated} >= {
+        ("production", "search"),
+        ("production", "acceptance"),
+        (shipped[0], "acceptance"),
+    }
+    shown = run_harness("climb", "show", climb_id[1], cwd=project)
+    assert shown.returncode == 0, shown.stderr
+    assert f"candidate {shipped[0]} <- {parent}: shipped" in shown.stdout
+    assert "acceptance" in shown.stdout and "+be refunded." in shown.stdout
+    listed = run_harness("climb", "show", cwd=project)
+    assert climb_id[1] in listed.stdout and "shipped" in listed.stdout
+    missing = run_harness("climb", "show", "climb-nope", cwd=project)
+    assert missing.returncode == 2 and "no climb 'climb-nope'" in missing.stderr
+
+
+def test_tool_descriptions_can_be_climbed(project: Path) -> None:
+    # The deterministic agent does not read tool descriptions, so nothing ships; what is shown
+    # is that the proposal becomes a variant whose tools read the new description.
+    done = climb(
+        project,
+        "--set",
+        "components={tool_descriptions: [issue_refund]}",
+        "--set",
+        "budget.candidates=1",
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    climb_id = re.search(r"climb (climb-\S+):", done.stdout)
+    assert climb_id, done.stdout
+    files = list((project / ".harness" / "climbs" / climb_id[1] / "candidates").glob("*.yaml"))
+    proposed = [f for f in files if f.stem != "production"]
+    assert proposed, files
+    variant = load_agent(proposed[0]).spec
+    proposal = variant.tool_descriptions["issue_refund"]
+    (docstring,) = resolve_domain("support", ROOT).tool_specs(["issue_refund"])
+    assert proposal and proposal != docstring.description  # the reflection model's text
+    specs = variant.described(resolve_domain("support", ROOT).tool_specs(variant.tools))
+    described = {spec.name: spec.description for spec in specs}
+    assert described["issue_refund"] == proposal
+    (get_order,) = resolve_domain("support", ROOT).tool_specs(["get_order"])
+    assert described["get_order"] == get_order.description
+    shown = run_harness("climb", "show", climb_id[1], cwd=project)
+    assert "--- parent/tool:issue_refund" in shown.stdout
+
+
+def test_a_tool_no_domain_has_is_bad_input(project: Path) -> None:
+    done = climb(project, "--set", "components={tool_descriptions: [teleport]}")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "components.tool_descriptions[0]" in done.stderr
+    assert "no task's domain has a tool 'teleport'" in done.stderr
 
 
 def test_a_candidate_that_overfits_the_train_tasks_is_rejected(project: Path) -> None:
-    done = climb(project, "--set", "reflection_model.script=../agents/scripts/reflection-overfit.yaml")
+    done = climb(
+        project, "--set", "reflection_model.script=../agents/scripts/reflection-overfit.yaml"
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "NOT SHIPPED" in done.stdout
     assert "gate:" in done.stdout  # the rules it broke, with their figures

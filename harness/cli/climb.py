@@ -29,7 +29,7 @@ def climb(
     ship only a candidate the gate finds better on held-out tasks. Exit 0 when one shipped,
     1 when none did (the reasons are printed)."""
     if config == "show":
-        show(climb_id)
+        show(climb_id, store)
         return
     from harness.climb import run_climb
     from harness.pipeline.runner import RunOptions
@@ -56,24 +56,26 @@ def climb(
     typer.echo(f"{verdict}: " + "; ".join(decision.reasons))
     if outcome.variant_file is not None:
         typer.echo(f"wrote {outcome.variant_file}")
+    if outcome.wandb is not None and outcome.wandb.directory:
+        typer.echo(f"W&B run ({outcome.wandb.mode}): {outcome.wandb.directory}")
+    typer.echo(f"every candidate: harness climb show {found.climb_id}")
     raise typer.Exit(0 if decision.accepted else 1)
 
 
-def show(climb_id: str | None) -> None:
-    """Every candidate of a climb: its parent chain, scores per evaluation, and its changes."""
-    import json
+def show(climb_id: str | None, store: Path) -> None:
+    """A stored climb: its decision and every candidate (parent, status, evaluations, diff);
+    without an id, the newest climbs."""
+    from harness.climb.show import climb_text, climbs_text
+    from harness.store import Store
 
-    import yaml
-
-    if climb_id is None:
-        fail("harness climb show: give the climb's id")
-    ledger = defaults.STATE_DIR / "climbs" / climb_id / "evaluations.jsonl"
-    if not ledger.is_file():
-        fail(f"harness climb show: no climb {climb_id!r} in {ledger.parent.parent}")
-    seen: dict[str, dict] = {}
-    for line in ledger.read_text().splitlines():
-        entry = json.loads(line)
-        current = seen.setdefault(entry["candidate"], {"changes": entry["changes"], "runs": []})
-        mean = sum(entry["scores"].values()) / max(len(entry["scores"]), 1)
-        current["runs"].append(f"{entry['run_id']}: {mean:.0%} on {len(entry['scores'])} tasks")
-    typer.echo(yaml.safe_dump(seen, sort_keys=False, allow_unicode=True, width=100))
+    if not store.is_file():
+        fail(f"{store}: no results store (run a climb first)")
+    with user_errors():
+        results = Store(store)
+    try:
+        text = climb_text(results, climb_id) if climb_id else climbs_text(results)
+    finally:
+        results.close()
+    if text is None:
+        fail(f"{store}: no climb {climb_id!r} (`harness climb show` lists them)")
+    typer.echo(text)

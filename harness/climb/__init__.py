@@ -9,19 +9,24 @@ from pathlib import Path
 
 from harness.climb.accept import Acceptance, accept
 from harness.climb.output import write_accepted
-from harness.climb.search import Progress, SearchResult, search
+from harness.climb.publish import log_climb
+from harness.climb.records import Progress
+from harness.climb.search import SearchResult, search
 from harness.pipeline.runner import RunOptions
+from harness.pipeline.types import WandbRun
 from harness.specs.climb import Climb
 from harness.specs.load import Loaded, load_agent
 
 
 @dataclass
 class ClimbOutcome:
-    """A finished climb: what the search found, the decision, and the file written."""
+    """A finished climb: what the search found, the decision, the file written and the W&B
+    run it was logged to."""
 
     search: SearchResult
     acceptance: Acceptance
     variant_file: Path | None
+    wandb: WandbRun | None = None
 
 
 def run_climb(
@@ -30,24 +35,58 @@ def run_climb(
     climb_id: str = "",
     progress: Progress = lambda line: None,
 ) -> ClimbOutcome:
-    """Search, accept through the gate, and write the accepted variant (if any)."""
+    """Search, accept through the gate, write the accepted variant (if any), and record the
+    decision in the results store and W&B."""
     found = search(loaded, options, climb_id, progress)
-    progress(f"search done: {found.candidates} candidates, {found.episodes} episodes")
-    decision = accept(found)
-    written = None
-    if decision.accepted:
-        context = found.context
-        production = load_agent(context.production_file).spec
-        written = write_accepted(
-            context.base / context.config.out,
-            context.production_file,
-            f"{production.name}-{context.config.name}",
-            found.best,
-            found.lineage,
-            decision.evidence,
-            found.climb_id,
-        )
-    return ClimbOutcome(found, decision, written)
+    try:
+        progress(f"search done: {found.candidates} candidates, {found.episodes} episodes")
+        decision = accept(found)
+        written = None
+        if decision.accepted:
+            context = found.context
+            production = load_agent(context.production_file).spec
+            written = write_accepted(
+                context.base / context.config.out,
+                context.production_file,
+                f"{production.name}-{context.config.name}",
+                found.best,
+                found.lineage,
+                decision.evidence,
+                found.climb_id,
+            )
+        wandb_run = record_decision(found, decision, written)
+    finally:
+        found.recorder.close()
+    return ClimbOutcome(found, decision, written, wandb_run)
+
+
+def record_decision(
+    found: SearchResult, decision: Acceptance, written: Path | None
+) -> WandbRun | None:
+    """The decision in the store (with the best candidate marked) and in W&B."""
+    store = found.recorder.store
+    if found.best:
+        best = found.lineage[-1]
+        status = "shipped" if decision.accepted else "best, not shipped"
+        store.set_candidate_status(found.climb_id, best, status, "; ".join(decision.reasons))
+    summary = {
+        "accepted": decision.accepted,
+        "reasons": decision.reasons,
+        "evidence": decision.evidence,
+        "figures": decision.figures,
+        "lineage": found.lineage,
+        "production_run": decision.production_run,
+        "candidate_run": decision.candidate_run,
+        "variant_file": str(written) if written else None,
+        "stopped_by": found.stopped_by,
+        "episodes": found.episodes,
+        "spent_usd": found.spent_usd + found.reflection_usd,
+        "split": {"train": found.split.train, "validation": found.split.validation},
+    }
+    store.finish_climb(found.climb_id, "shipped" if decision.accepted else "not shipped", summary)
+    if found.context.config.wandb.resolved_mode() == "disabled":
+        return None
+    return log_climb(store, found.climb_id, found.context.config, decision)
 
 
 __all__ = ["ClimbOutcome", "run_climb"]

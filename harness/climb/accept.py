@@ -22,6 +22,7 @@ class Acceptance:
     evidence: list[str] = field(default_factory=list)
     production_run: str | None = None
     candidate_run: str | None = None
+    figures: dict[str, float] = field(default_factory=dict)  # rates and the paired test
 
 
 def accept(result: SearchResult) -> Acceptance:
@@ -31,8 +32,9 @@ def accept(result: SearchResult) -> Acceptance:
         return Acceptance(False, ["no held-out validation tasks to accept a candidate on"])
     config, options = result.context.config, result.context.options
     fresh = config.trials  # search played trials 0..trials-1: acceptance plays new seeds
-    production, _ = result.adapter.play({}, result.split.validation, first_trial=fresh)
-    candidate, _ = result.adapter.play(result.best, result.split.validation, first_trial=fresh)
+    play = result.adapter.play
+    production, _ = play({}, result.split.validation, fresh, purpose="acceptance")
+    candidate, _ = play(result.best, result.split.validation, fresh, purpose="acceptance")
     if production.run_id is None or candidate.run_id is None:
         return Acceptance(False, ["the validation runs did not complete (see the pipeline log)"])
     gate_config = load_gate_config(config.gate)
@@ -69,4 +71,13 @@ def accept(result: SearchResult) -> Acceptance:
     accepted = not reasons
     if accepted:
         reasons = ["the gate passes and the candidate is better on the held-out tasks"]
-    return Acceptance(accepted, reasons, evidence, production.run_id, candidate.run_id)
+    figures = {
+        "production_rate": comparison.a.rate,
+        "candidate_rate": comparison.b.rate,
+        "difference": test.difference,
+        "difference_low": test.low,
+        "difference_high": test.high,
+        "p_better": test.p_better,
+        "alpha": gate_config.alpha,
+    }
+    return Acceptance(accepted, reasons, evidence, production.run_id, candidate.run_id, figures)

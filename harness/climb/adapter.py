@@ -4,10 +4,10 @@ transcripts become the feedback the reflection model reads."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from harness.climb.candidates import InvalidCandidate, candidate_id, changes, variant_yaml
 from harness.grading.result import Verdict
@@ -49,7 +49,21 @@ class ClimbContext:
     seed: dict[str, str]
     workdir: Path
     options: RunOptions
-    on_evaluation: Callable[[Evaluation, dict[str, Any]], None] = lambda e, c: None
+    recorder: Recorder | None = None
+
+
+class Recorder(Protocol):
+    """Told of every evaluation (and every proposal that could not be played)."""
+
+    def evaluated(
+        self,
+        evaluation: Evaluation,
+        changed: dict[str, Any],
+        texts: dict[str, str] | None,
+        purpose: str,
+    ) -> None: ...
+
+    def invalid(self, texts: dict[str, str], reason: str) -> None: ...
 
 
 @dataclass
@@ -71,20 +85,28 @@ class HarnessAdapter:
         try:
             changed = changes(candidate, self.ctx.seed, self.ctx.config.components)
         except InvalidCandidate as exc:
+            if self.ctx.recorder is not None:
+                self.ctx.recorder.invalid(candidate, str(exc))
             episodes = [Episode(task, None, None, str(exc)) for task in batch]
             return EvaluationBatch(
                 outputs=episodes, scores=[0.0] * len(batch), trajectories=episodes
             )
-        evaluation, episodes = self.play(changed, batch)
+        evaluation, episodes = self.play(changed, batch, texts=candidate)
         scores = [evaluation.scores.get(task, 0.0) for task in batch]
         return EvaluationBatch(
             outputs=episodes, scores=scores, trajectories=episodes if capture_traces else None
         )
 
     def play(
-        self, changed: dict[str, Any], task_ids: list[str], first_trial: int = 0
+        self,
+        changed: dict[str, Any],
+        task_ids: list[str],
+        first_trial: int = 0,
+        texts: dict[str, str] | None = None,
+        purpose: str = "search",
     ) -> tuple[Evaluation, list[Episode]]:
-        """Play a candidate (its changes to production) on tasks, as a stored run."""
+        """Play a candidate (its changes to production; `texts`, GEPA's view of it) on tasks,
+        as a stored run."""
         ident = candidate_id(changed)
         variant = self.variant_file(ident, changed)
         data = self.dag(variant, task_ids, first_trial)
@@ -99,7 +121,8 @@ class HarnessAdapter:
         self.episodes_played += len(task_ids) * self.ctx.config.trials
         evaluation = Evaluation(ident, run_id, scores, cost, len(task_ids) * self.ctx.config.trials)
         self.evaluations.append(evaluation)
-        self.ctx.on_evaluation(evaluation, changed)
+        if self.ctx.recorder is not None:
+            self.ctx.recorder.evaluated(evaluation, changed, texts, purpose)
         return evaluation, episodes
 
     def variant_file(self, ident: str, changed: dict[str, Any]) -> Path:

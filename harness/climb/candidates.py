@@ -15,6 +15,7 @@ from harness.specs.climb import Components
 
 SYSTEM_PROMPT = "system_prompt"
 SKILL = "skill:"
+TOOL = "tool:"
 PARAMETER = "parameter:"
 
 
@@ -22,13 +23,18 @@ class InvalidCandidate(ValueError):
     """A proposal the variant cannot take (a parameter that is no number or out of range)."""
 
 
-def seed_candidate(production: AgentVariant, components: Components) -> dict[str, str]:
-    """Production's text for every component that may change (a new skill starts empty)."""
+def seed_candidate(
+    production: AgentVariant, components: Components, tool_docs: dict[str, str]
+) -> dict[str, str]:
+    """Production's text for every component that may change (a new skill starts empty; a
+    tool's description is production's, else the domain's docstring in `tool_docs`)."""
     seed: dict[str, str] = {}
     if components.system_prompt:
         seed[SYSTEM_PROMPT] = production.system_prompt
     for skill in components.skills:
         seed[SKILL + skill] = production.skills.get(skill, "")
+    for tool in components.tool_descriptions:
+        seed[TOOL + tool] = production.tool_descriptions.get(tool, tool_docs[tool])
     for name in components.parameters:
         seed[PARAMETER + name] = _number_text(getattr(production.parameters, name))
     return seed
@@ -46,6 +52,8 @@ def changes(
             changed[SYSTEM_PROMPT] = text
         elif component.startswith(SKILL):
             changed.setdefault("skills", {})[component.removeprefix(SKILL)] = text.strip() or None
+        elif component.startswith(TOOL):
+            changed.setdefault("tool_descriptions", {})[component.removeprefix(TOOL)] = text
         elif component.startswith(PARAMETER):
             name = component.removeprefix(PARAMETER)
             changed.setdefault("parameters", {})[name] = _parameter(

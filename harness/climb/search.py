@@ -5,16 +5,15 @@ production and regresses nothing."""
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.climb.adapter import ClimbContext, Evaluation, HarnessAdapter
+from harness.climb.adapter import ClimbContext, HarnessAdapter
 from harness.climb.candidates import changes, seed_candidate
+from harness.climb.records import ClimbRecorder, Progress
 from harness.defaults import STATE_DIR
 from harness.models import CompletionParams
 from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
@@ -22,11 +21,10 @@ from harness.pipeline.runner import RunOptions, model_runtime
 from harness.sim.suite import TaskCase
 from harness.specs.climb import Climb, ClimbTasks, Selection
 from harness.specs.load import Loaded, load_agent
+from harness.specs.located import SpecError
 from harness.specs.overrides import Override
 from harness.store import new_id
 from harness.transcript import Message
-
-Progress = Callable[[str], None]
 
 
 @dataclass
@@ -54,6 +52,7 @@ class SearchResult:
     reflection: Reflection = field(repr=False)
     adapter: HarnessAdapter = field(repr=False)
     context: ClimbContext = field(repr=False)
+    recorder: ClimbRecorder = field(repr=False)
 
 
 def split_tasks(cases: list[TaskCase], spec: ClimbTasks) -> Split:
@@ -100,29 +99,27 @@ def search(
     production_file = (base / config.production).resolve()
     overrides = [Override.parse_in(o, "agent") for o in config.overrides]
     production = load_agent(production_file, overrides).spec
-    seed = seed_candidate(production, config.components)
     params = LoadTasksParams(
         paths=[str(base / p) for p in config.tasks.paths],
         personas=str(base / config.tasks.personas) if config.tasks.personas else None,
     )
-    split = split_tasks(load_task_set(params).cases, config.tasks)
-    ledger = workdir / "evaluations.jsonl"
-
-    def record(evaluation: Evaluation, changed: dict[str, Any]) -> None:
-        entry = {"candidate": evaluation.candidate, "run_id": evaluation.run_id}
-        entry |= {"scores": evaluation.scores, "cost_usd": evaluation.cost_usd, "changes": changed}
-        with ledger.open("a") as out:
-            out.write(json.dumps(entry) + "\n")
-        mean = sum(evaluation.scores.values()) / max(len(evaluation.scores), 1)
-        progress(
-            f"candidate {evaluation.candidate}: {mean:.0%} on {len(evaluation.scores)} tasks "
-            f"(run {evaluation.run_id}); {adapter.episodes_played} episodes, "
-            f"${adapter.spent_usd + reflection.spent:.4f} spent"
-        )
-
-    context = ClimbContext(config, base, production_file, seed, workdir, options, record)
+    cases = load_task_set(params).cases
+    seed = seed_candidate(production, config.components, tool_docs(cases, loaded))
+    split = split_tasks(cases, config.tasks)
+    context = ClimbContext(config, base, production_file, seed, workdir, options)
     adapter = HarnessAdapter(context)
     reflection = Reflection(config, options)
+    recorder = ClimbRecorder(
+        options.store,
+        climb_id,
+        config,
+        seed,
+        str(production_file),
+        progress,
+        lambda: adapter.spent_usd + reflection.spent,
+        len(split.train),
+    )
+    context.recorder = recorder
     stoppers: list[Any] = [lambda state: reflection.spent + adapter.spent_usd > budget_usd]
     budget_usd = config.budget.usd if config.budget.usd is not None else float("inf")
     if config.budget.minutes is not None:
@@ -130,6 +127,7 @@ def search(
     if config.budget.candidates is not None:
         stoppers.append(MaxCandidateProposalsStopper(config.budget.candidates))
     progress(f"climb {climb_id}: {len(split.train)} train, {len(split.validation)} held-out tasks")
+    started = time.monotonic()
     result = gepa.optimize(
         seed_candidate=seed,
         trainset=split.train,
@@ -143,9 +141,10 @@ def search(
         seed=config.seed,
         raise_on_exception=True,
         logger=FileLog(workdir / "gepa.log"),
+        callbacks=[recorder],
     )
     best = changes(result.best_candidate, seed, config.components)
-    return SearchResult(
+    found = SearchResult(
         climb_id=climb_id,
         workdir=workdir,
         split=split,
@@ -155,11 +154,28 @@ def search(
         episodes=adapter.episodes_played,
         spent_usd=adapter.spent_usd,
         reflection_usd=reflection.spent,
-        stopped_by=_stop_reason(adapter, config),
+        stopped_by="",
         reflection=reflection,
         adapter=adapter,
         context=context,
+        recorder=recorder,
     )
+    found.stopped_by = _stop_reason(found, time.monotonic() - started)
+    return found
+
+
+def tool_docs(cases: list[TaskCase], loaded: Loaded[Climb]) -> dict[str, str]:
+    """The domain's description of each tool whose description may change; a tool no task's
+    domain has is bad input."""
+    docs: dict[str, str] = {}
+    for case in cases:
+        docs |= {spec.name: spec.description for spec in case.domain.tool_specs()}
+    for index, name in enumerate(loaded.spec.components.tool_descriptions):
+        if name not in docs:
+            known = ", ".join(sorted(docs))
+            message = f"no task's domain has a tool '{name}'; known: {known}"
+            raise SpecError([loaded.problem(("components", "tool_descriptions", index), message)])
+    return docs
 
 
 class FileLog:
@@ -213,7 +229,15 @@ def _lineage(result: Any, seed: dict[str, str], config: Climb) -> list[str]:
     return list(reversed(chain))
 
 
-def _stop_reason(adapter: HarnessAdapter, config: Climb) -> str:
-    if adapter.episodes_played >= config.budget.episodes:
-        return f"episode budget ({config.budget.episodes})"
-    return "search finished (no budget limit reached, or another limit: time, dollars, proposals)"
+def _stop_reason(found: SearchResult, seconds: float) -> str:
+    """Which limit ended the search."""
+    budget = found.context.config.budget
+    if found.episodes >= budget.episodes:
+        return f"episode budget ({budget.episodes})"
+    if budget.candidates is not None and found.recorder.iterations >= budget.candidates:
+        return f"proposal budget ({budget.candidates} proposals)"
+    if budget.usd is not None and found.spent_usd + found.reflection_usd > budget.usd:
+        return f"dollar budget (${budget.usd:g})"
+    if budget.minutes is not None and seconds >= budget.minutes * 60:
+        return f"time budget ({budget.minutes:g} min)"
+    return "the search's metric-call budget (episodes / trials)"

@@ -130,7 +130,7 @@ class LLMAgent:
         self, messages: list[Message], env: Environment, seed: int = 0, trial: int = 0
     ) -> Usage:
         usage = Usage()
-        tools = env.tool_specs(self.variant.tools)
+        tools = self.variant.described(env.tool_specs(self.variant.tools))
         params = _params(self.variant, seed, trial)
         for _ in range(self.variant.parameters.max_tool_steps):
             prompt = [Message(role="system", content=self.system_prompt), *messages]
@@ -170,7 +170,7 @@ class ToolHandle:
         loop: asyncio.AbstractEventLoop,
     ):
         self.variant = variant
-        self.specs = to_wire_tools(env.tool_specs(variant.tools or None))
+        self.specs = to_wire_tools(variant.described(env.tool_specs(variant.tools or None)))
         self.names = [spec["function"]["name"] for spec in self.specs]
         self._env, self._messages, self._loop = env, messages, loop
 

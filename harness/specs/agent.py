@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from harness.imports import module_file
 from harness.specs.base import Shorthand, Spec
+from harness.transcript import ToolSpec
 
 # Fields that name or locate a variant, or tune how calls are made, but never change what the
 # model receives; they are left out of its hash.
@@ -105,6 +106,11 @@ class AgentVariant(Spec):
         "set one to null in a child to drop it.",
     )
     tools: list[str] = Field(default_factory=list, description="Domain tools the agent may call.")
+    tool_descriptions: dict[str, str] = Field(
+        default_factory=dict,
+        description="The description the model reads of a tool, by tool name, in place of the "
+        "domain's docstring (a tool not named keeps its docstring).",
+    )
     parameters: Parameters = Field(default_factory=Parameters, description="Generation settings.")
 
     @field_validator("model")
@@ -128,9 +134,21 @@ class AgentVariant(Spec):
             raise ValueError("runner 'python' needs an entry 'module:function'")
         if self.reports_tool_calls and self.runner != "http":
             raise ValueError("reports_tool_calls is for runner 'http' (others show every call)")
+        unknown = sorted(set(self.tool_descriptions) - set(self.tools)) if self.tools else []
+        if unknown:
+            raise ValueError(f"tool_descriptions names tools the variant lacks: {unknown}")
         if self.entry is not None and ":" not in self.entry:
             raise ValueError("entry must be 'module:function' or 'file.py:function'")
         return self
+
+    def described(self, specs: list[ToolSpec]) -> list[ToolSpec]:
+        """The tools as this variant's model reads them (its own descriptions, where given)."""
+        return [
+            spec.model_copy(update={"description": self.tool_descriptions[spec.name]})
+            if spec.name in self.tool_descriptions
+            else spec
+            for spec in specs
+        ]
 
     @property
     def shows_tool_calls(self) -> bool:
@@ -150,8 +168,9 @@ class AgentVariant(Spec):
         source), so that moving them changes nothing and editing them changes the hash.
         """
         payload = self.model_dump(mode="json", exclude=UNHASHED_FIELDS)
-        if not self.reports_tool_calls:  # hashes from before the field existed stay valid
-            del payload["reports_tool_calls"]
+        for optional in ("reports_tool_calls", "tool_descriptions"):
+            if not payload[optional]:  # hashes from before the field existed stay valid
+                del payload[optional]
         if self.model is not None and self.model.script is not None:
             payload["model"]["script"] = _sha256(Path(self.model.script).read_bytes())
         if self.entry is not None:

@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from harness.defaults import JUDGE_MODEL
 from harness.specs.agent import ModelRef
 from harness.specs.base import Spec
+from harness.specs.wandb import WandbTarget
 
 Tunable = Literal["temperature", "max_tokens", "max_tool_steps"]
 
@@ -23,6 +24,11 @@ class Components(Spec):
         description="Named skills that may change; a name production lacks starts empty, so "
         "the climb may add it.",
     )
+    tool_descriptions: list[str] = Field(
+        default_factory=list,
+        description="Tools whose description (as the model reads it) may change; each starts "
+        "from production's description of it, else the domain's docstring.",
+    )
     parameters: dict[Tunable, tuple[float, float]] = Field(
         default_factory=dict,
         description="Numeric parameters that may change, each with its allowed [low, high] "
@@ -31,7 +37,7 @@ class Components(Spec):
 
     @model_validator(mode="after")
     def _something(self) -> Components:
-        if not (self.system_prompt or self.skills or self.parameters):
+        if not (self.system_prompt or self.skills or self.tool_descriptions or self.parameters):
             raise ValueError("name at least one component that may change")
         for name, (low, high) in self.parameters.items():
             if low > high:
@@ -115,3 +121,8 @@ class Climb(Spec):
         default="agents", description="Folder (relative to this file) of the accepted variant."
     )
     seed: int = Field(default=0, description="Seed of the search.")
+    wandb: WandbTarget = Field(
+        default_factory=WandbTarget,
+        description="The W&B run the climb is logged to (offline unless `mode` or $WANDB_MODE "
+        "says otherwise; `disabled` for none).",
+    )

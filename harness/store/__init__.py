@@ -19,6 +19,7 @@ from harness.defaults import RESULTS_STORE
 from harness.grading.result import Verdict
 from harness.secrets import redact
 from harness.sqlite import write
+from harness.store.climbs import CandidateInfo, ClimbInfo, ClimbRecords, EvaluationInfo
 from harness.store.rows import (
     EpisodeRow,
     PipelineInfo,
@@ -32,12 +33,21 @@ from harness.store.rows import (
 from harness.store.schema import open_results
 from harness.transcript import Transcript, Usage
 
-__all__ = ["EpisodeRow", "PipelineInfo", "RunInfo", "Store", "new_id"]
+__all__ = [
+    "CandidateInfo",
+    "ClimbInfo",
+    "EpisodeRow",
+    "EvaluationInfo",
+    "PipelineInfo",
+    "RunInfo",
+    "Store",
+    "new_id",
+]
 
 PAGE = 200  # rows read at a time: no read is held open while the caller writes
 
 
-class Store:
+class Store(ClimbRecords):
     """A results file, shared safely by several processes: every write is one short
     `BEGIN IMMEDIATE` transaction retried while another process holds the lock, rows are read a
     page at a time (a read held open across a write would fail it), and writing the same

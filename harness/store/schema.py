@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.specs.located import Location, SpecError
 from harness.sqlite import StoreBusy, connect, write
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pipelines (
     id TEXT PRIMARY KEY,
@@ -82,6 +82,38 @@ CREATE TABLE IF NOT EXISTS node_outputs (
     pipeline_id TEXT NOT NULL,
     finished_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS climbs (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    production TEXT NOT NULL,
+    config TEXT NOT NULL,
+    status TEXT NOT NULL,
+    decision TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS climb_candidates (
+    climb_id TEXT NOT NULL REFERENCES climbs(id),
+    candidate TEXT NOT NULL,
+    parent TEXT,
+    changes TEXT NOT NULL,
+    diff TEXT NOT NULL,
+    status TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (climb_id, candidate)
+);
+CREATE TABLE IF NOT EXISTS climb_evaluations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    climb_id TEXT NOT NULL REFERENCES climbs(id),
+    candidate TEXT NOT NULL,
+    purpose TEXT NOT NULL,  -- search (GEPA's minibatches and train set) or acceptance
+    run_id TEXT,
+    scores TEXT NOT NULL,
+    cost_usd REAL NOT NULL,
+    episodes INTEGER NOT NULL,
+    at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS climb_evaluations_by_climb ON climb_evaluations(climb_id, id);
 """
 
 
@@ -92,9 +124,21 @@ UPGRADES = {
         "ALTER TABLE verdicts ADD COLUMN grading TEXT NOT NULL DEFAULT ''",
         "UPDATE verdicts SET grading = 'v2-' || id",
     ),
+    3: (),  # 3 -> 4: the climb tables are new (SCHEMA creates them)
 }
 TABLES = frozenset(
-    {"pipelines", "runs", "episodes", "verdicts", "baselines", "gate_history", "node_outputs"}
+    {
+        "pipelines",
+        "runs",
+        "episodes",
+        "verdicts",
+        "baselines",
+        "gate_history",
+        "node_outputs",
+        "climbs",
+        "climb_candidates",
+        "climb_evaluations",
+    }
 )
 
 

@@ -9,28 +9,16 @@ Offline by default (a run directory under `dir`, synced later with `wandb sync`)
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field
-
-from harness.defaults import STATE_DIR
 from harness.pipeline.nodes import NodeContext, NodeKind, register
 from harness.pipeline.types import Comparison, GateDecision, Graded, WandbRun
 from harness.report.summary import run_figures
-from harness.specs.base import Spec
+from harness.specs.wandb import WandbTarget
 
 
-class LogWandbParams(Spec):
+class LogWandbParams(WandbTarget):
     """Where the W&B run goes."""
-
-    project: str = Field(default="harness", description="W&B project.")
-    entity: str | None = Field(default=None, description="W&B entity (team or user).")
-    mode: Literal["offline", "online", "disabled"] | None = Field(
-        default=None, description="Default: $WANDB_MODE, else offline."
-    )
-    dir: str = Field(
-        default=str(STATE_DIR), description="Where the local run directory is written."
-    )
 
 
 def metrics(store: Any, inputs: list[Any]) -> tuple[dict[str, Any], list[list[Any]]]:
@@ -81,28 +69,44 @@ def metrics(store: Any, inputs: list[Any]) -> tuple[dict[str, Any], list[list[An
     return summary, rows
 
 
-async def run(params: LogWandbParams, inputs: list[Any], ctx: NodeContext) -> WandbRun:
+def start_wandb_run(target: WandbTarget, name: str, job_type: str, config: dict[str, Any]) -> Any:
+    """A W&B run in the target's mode (offline unless told otherwise); wandb never starts weave
+    and reports no errors of its own."""
     os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")
     os.environ.setdefault("WANDB_ERROR_REPORTING", "false")
     import wandb
 
-    mode = params.mode or os.environ.get("WANDB_MODE") or "offline"
-    if mode == "dryrun":
-        mode = "offline"
-    os.makedirs(params.dir, exist_ok=True)
-    summary, rows = metrics(ctx.store, inputs)
-    run = wandb.init(
-        project=params.project,
-        entity=params.entity,
+    mode = target.resolved_mode()
+    os.makedirs(target.dir, exist_ok=True)
+    return wandb.init(
+        project=target.project,
+        entity=target.entity,
         mode=mode,
-        dir=params.dir,
-        name=ctx.pipeline_id,
-        job_type="eval",
-        config=ctx.config,
+        dir=target.dir,
+        name=name,
+        job_type=job_type,
+        config=config,
         settings=wandb.Settings(
             console="off", silent=True, x_disable_stats=True, x_disable_machine_info=True
         ),
     )
+
+
+def finished(run: Any) -> WandbRun:
+    """Finish a W&B run; where it went."""
+    run.finish()
+    directory = None if run.disabled else os.path.dirname(run.dir)
+    mode = "disabled" if run.disabled else run.settings.mode
+    return WandbRun(
+        run_id=run.id, mode="offline" if mode == "dryrun" else mode, directory=directory
+    )
+
+
+async def run(params: LogWandbParams, inputs: list[Any], ctx: NodeContext) -> WandbRun:
+    import wandb
+
+    summary, rows = metrics(ctx.store, inputs)
+    run = start_wandb_run(params, ctx.pipeline_id, "eval", ctx.config)
     try:
         run.log(summary)
         run.summary.update(summary)
@@ -110,9 +114,8 @@ async def run(params: LogWandbParams, inputs: list[Any], ctx: NodeContext) -> Wa
             columns = ["variant", "run", "task", "level", "passed", "trials", "failed checks"]
             run.log({"tasks": wandb.Table(columns=columns, data=rows)})
     finally:
-        run.finish()
-    directory = None if mode == "disabled" else os.path.dirname(run.dir)
-    return WandbRun(run_id=run.id, mode=mode, directory=directory)
+        outcome = finished(run)
+    return outcome
 
 
 register(
