@@ -1,0 +1,261 @@
+"""End to end against the floor: `harness run-eval` (a subprocess, as a user runs it, tracing on
+and off) and the bare `openai` client play the same workload against the fake server, in the
+same run: 500 tasks x 4 agent turns = 2,000 model calls (find the customer, list the orders, get
+the order, answer), the user played by a scripted persona, rule checks only.
+
+For each latency x concurrency setting it prints CPU milliseconds per model call net of
+start-up (the run's CPU less a one-task run's, over the calls in between), the ratio to the bare
+client, efficiency (ideal time / wall time, the ideal being calls x latency / concurrency for 4
+dependent calls per episode), and peak RSS; then the one-task start-up time (wall time beyond
+its 4 model calls). The last line is machine-readable.
+
+Run: python bench/end_to_end.py [tasks]
+Targets (issue 18): cpu_ratio_traced <= 1.5, cpu_ratio_untraced <= 1.2, efficiency_200 >= 0.85,
+efficiency_50_vs_client >= 0.8, startup_s <= 1.5, peak_mib <= 150.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("OPENAI_API_KEY", "bench-not-a-real-key")
+SETTINGS = {"50": (0.05, 100), "200": (0.2, 20)}  # latency (s), concurrency
+CALLS_PER_EPISODE = 4
+ENV = {
+    **os.environ,
+    "WANDB_MODE": "disabled",
+    "WANDB_DISABLE_WEAVE": "true",
+    "WANDB_ERROR_REPORTING": "false",
+    "OPENAI_API_KEY": "bench-not-a-real-key",
+    "COLUMNS": "200",
+}
+SERVER_SCRIPT = """kind: script
+rules:
+  - when: {tool: get_order}
+    reply: "Order {result.order_id} is {result.status}; tracking {result.tracking}. Anything else?"
+  - when: {tool: list_orders}
+    reply: {tool_calls: [{name: get_order, arguments: {order_id: O-1002}}]}
+  - when: {tool: find_customer}
+    reply: {tool_calls: [{name: list_orders, arguments: {customer_id: "{result.customer_id}"}}]}
+  - reply: {tool_calls: [{name: find_customer, arguments: {email: grace@example.com}}]}
+"""
+PERSONA = """kind: persona
+name: brief
+description: Says thanks and leaves once answered.
+model: scripted
+scripted_turns:
+  - when: {matches: "(?i)anything else"}
+    reply: "No, thank you. ###STOP###"
+  - reply: Could you look it up please?
+"""
+AGENT = """kind: agent
+name: bench-agent
+model: {id: openai/fake, base_url: URL/v1, max_concurrency: 1000}
+system_prompt: You are a support agent. Look facts up with the tools.
+tools: [find_customer, list_orders, get_order]
+parameters: {max_tool_steps: 8}
+"""
+
+
+def task_yaml(index: int) -> str:
+    return f"""kind: task
+id: status-{index:04d}
+title: Where is my order
+level: {1 + index % 3}
+tags: [orders, bench-{index % 5}]
+domain: support
+persona: brief
+scenario:
+  reason: You want to know where order O-1002 is.
+  instructions: Ask for the status of order O-1002.
+  known_info: {{order_id: O-1002, email: grace@example.com}}
+start:
+  state_file: data/desk.json
+  first_message: Hi, where is my order O-1002? My email is grace@example.com.
+end:
+  max_turns: 3
+checks:
+  - kind: tool_called
+    tool: get_order
+    args: {{order_id: O-1002}}
+  - kind: text
+    name: gives the tracking number
+    contains: 1Z999AA10123456784
+"""
+
+
+def make_workload(folder: Path, tasks: int, url: str) -> None:
+    (folder / "tasks/data").mkdir(parents=True)
+    shutil.copy(ROOT / "tasks/support/data/desk.json", folder / "tasks/data/desk.json")
+    for index in range(tasks):
+        (folder / f"tasks/status-{index:04d}.yaml").write_text(task_yaml(index))
+    (folder / "personas").mkdir()
+    (folder / "personas/brief.yaml").write_text(PERSONA)
+    (folder / "agent.yaml").write_text(AGENT.replace("URL", url))
+
+
+def start_server(folder: Path, latency: float) -> tuple[subprocess.Popen[str], str]:
+    script = folder / "server-script.yaml"
+    script.write_text(SERVER_SCRIPT)
+    command = [sys.executable, "-m", "harness", "fake-server", "--port", "0"]
+    command += ["--latency", str(latency), "--script", str(script)]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=ENV)
+    assert process.stderr is not None
+    url = process.stderr.readline().strip().rsplit(" ", 1)[-1]
+    return process, url
+
+
+def server_requests(url: str) -> int:
+    import httpx
+
+    return int(httpx.get(f"{url}/stats").json()["requests"])
+
+
+def run_harness(folder: Path, tasks: int, concurrency: int, traced: bool) -> dict[str, float]:
+    """`harness run-eval` in a child process: its wall time, CPU time and peak RSS."""
+    out = folder / f"run-{tasks}-{concurrency}-{traced}-{time.monotonic_ns()}"
+    command = [sys.executable, "-m", "harness", "run-eval", "--tasks", "tasks"]
+    command += ["--agent", "agent.yaml", "--concurrency", str(concurrency), "--limit", str(tasks)]
+    command += ["--store", str(out / "results.db"), "--no-cache", "--judge-model", "local/none"]
+    command += ["--traces", str(out / "traces.db")] if traced else ["--no-traces"]
+    started = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(command, cwd=folder, env=ENV, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"run-eval failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr}")
+    passed = done.stdout.count("│ pass")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall": wall, "cpu": cpu, "peak_mib": after.ru_maxrss / 1024, "passed": passed}
+
+
+async def bare_client(url: str, episodes: int, concurrency: int) -> None:
+    """The same conversations through the bare openai client: 4 dependent calls per episode,
+    the tool results appended as the harness would, at most `concurrency` episodes at once."""
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=f"{url}/v1", max_retries=0, timeout=60)
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": "A support tool.",
+                "parameters": {"type": "object", "properties": {"x": {"type": "string"}}},
+            },
+        }
+        for name in ("find_customer", "list_orders", "get_order")
+    ]
+    results = {
+        "find_customer": {"customer_id": "C-101", "name": "Grace Hopper"},
+        "list_orders": [{"order_id": "O-1002", "status": "shipped"}],
+        "get_order": {"order_id": "O-1002", "status": "shipped", "tracking": "1Z999AA10123456784"},
+    }
+    limit = asyncio.Semaphore(concurrency)
+
+    async def episode(i: int) -> None:
+        messages: list[dict] = [
+            {"role": "system", "content": "You are a support agent."},
+            {"role": "user", "content": f"Hi, where is my order O-1002? ({i})"},
+        ]
+        async with limit:
+            for _ in range(CALLS_PER_EPISODE):
+                reply = await client.chat.completions.create(
+                    model="fake", messages=messages, tools=tools, max_tokens=256, temperature=0
+                )
+                message = reply.choices[0].message
+                messages.append(message.model_dump(exclude_none=True))
+                for call in message.tool_calls or []:
+                    result = json.dumps(results.get(call.function.name, {}))
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+                if not message.tool_calls:
+                    break
+
+    await asyncio.gather(*(episode(i) for i in range(episodes)))
+    await client.close()
+
+
+def run_bare(url: str, episodes: int, concurrency: int) -> dict[str, float]:
+    """The bare client's wall and CPU time, net of its import and first connection (a one-episode
+    warm-up), like the harness's figures net of start-up."""
+    import openai  # noqa: F401
+
+    asyncio.run(bare_client(url, 1, concurrency))
+    wall, cpu = time.perf_counter(), time.process_time()
+    asyncio.run(bare_client(url, episodes, concurrency))
+    return {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
+
+
+def main() -> None:
+    tasks = int(sys.argv[1]) if len(sys.argv) > 1 else 500
+    calls = tasks * CALLS_PER_EPISODE
+    print(f"workload: {tasks} tasks x {CALLS_PER_EPISODE} agent turns = {calls} model calls")
+    print(f"{'setting':<12} {'side':<18} {'wall s':>7} {'CPU ms/call':>12} {'x client':>9} "
+          f"{'efficiency':>11} {'peak MiB':>9}")
+    summary: dict[str, float] = {}
+    peak = 0.0
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, (latency, concurrency) in SETTINGS.items():
+            folder = Path(scratch) / name
+            folder.mkdir()
+            server, url = start_server(folder, latency)
+            try:
+                make_workload(folder, tasks, url)
+                ideal = -(-tasks // concurrency) * CALLS_PER_EPISODE * latency
+                bare = run_bare(url, tasks, concurrency)
+                bare_cpu = bare["cpu"] * 1000 / calls
+                rows = {"bare openai client": (bare, bare_cpu)}
+                one = {t: run_harness(folder, 1, concurrency, t) for t in (False, True)}
+                for traced in (False, True):
+                    before = server_requests(url)
+                    full = run_harness(folder, tasks, concurrency, traced)
+                    made = server_requests(url) - before
+                    if made != calls:
+                        sys.exit(f"harness made {made} model calls, expected {calls}")
+                    net = (full["cpu"] - one[traced]["cpu"]) * 1000 / (calls - CALLS_PER_EPISODE)
+                    rows[f"harness traces {'on' if traced else 'off'}"] = (full, net)
+                    peak = max(peak, full["peak_mib"])
+                    key = "traced" if traced else "untraced"
+                    if name == "50":
+                        summary[f"cpu_ratio_{key}"] = net / bare_cpu
+                        summary[f"efficiency_50_{key}"] = ideal / full["wall"]
+                    else:
+                        summary[f"efficiency_200_{key}"] = ideal / full["wall"]
+                summary[f"efficiency_{name}_client"] = ideal / bare["wall"]
+                if name == "200":
+                    summary["startup_s"] = one[True]["wall"] - CALLS_PER_EPISODE * latency
+                for side, (result, per_call) in rows.items():
+                    ratio = per_call / bare_cpu
+                    mib = f"{result['peak_mib']:9.0f}" if "peak_mib" in result else f"{'':>9}"
+                    print(
+                        f"{name + ' ms x ' + str(concurrency):<12} {side:<18} "
+                        f"{result['wall']:7.2f} {per_call:12.2f} {ratio:9.2f} "
+                        f"{ideal / result['wall']:11.2f} {mib}"
+                    )
+            finally:
+                server.terminate()
+                server.wait()
+    print(f"one-task run-eval, traced: {summary['startup_s']:.2f} s beyond its model calls")
+    relative = summary["efficiency_50_traced"] / summary["efficiency_50_client"]
+    print(
+        f"cpu_ratio_traced={summary['cpu_ratio_traced']:.2f} "
+        f"cpu_ratio_untraced={summary['cpu_ratio_untraced']:.2f} "
+        f"efficiency_200={summary['efficiency_200_traced']:.2f} "
+        f"efficiency_50_vs_client={relative:.2f} "
+        f"startup_s={summary['startup_s']:.2f} peak_mib={peak:.0f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
