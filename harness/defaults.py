@@ -30,6 +30,10 @@ MODEL_RETRIES = 4
 CONCURRENCY = 8
 """Episodes simulated (or graded) at once."""
 
+PIPED_WIDTH = 200
+"""Columns of command output that goes to a file or a pipe when $COLUMNS is not set: wide
+enough that tables keep ids and rows whole (rich would fall back to 80)."""
+
 YAML_MAX_ALIASES = 10_000
 YAML_MAX_ALIAS_VALUES = 200_000
 YAML_MAX_ALIAS_TEXT = 10_000_000

@@ -14,6 +14,7 @@ from harness.cli import (
     climb,
     compare,
     domains,
+    export,
     fake_server,
     gate,
     grade,
@@ -58,6 +59,7 @@ app.command()(grade.grade)
 app.command()(compare.compare)
 app.command()(gate.gate)
 app.command()(gate.history)
+app.command()(export.export)
 app.command()(validate.validate)
 app.command("fake-server")(fake_server.fake_server)
 app.command()(validate.schema)

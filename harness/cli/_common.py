@@ -15,6 +15,7 @@ from harness.project import ProjectError
 from harness.registry import DuplicateEntry
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
     from rich.console import Console
 
     from harness.pipeline.runner import Outcome
@@ -43,6 +44,13 @@ SampleOpt = Annotated[
 ]
 SeedOpt = Annotated[int, typer.Option(help="Seed of --sample: the same seed, the same tasks.")]
 LimitOpt = Annotated[int | None, typer.Option(min=1, help="At most N tasks, in file order.")]
+JsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print one JSON object on stdout instead of the tables (other output on stderr).",
+    ),
+]
 
 
 def task_selection(
@@ -100,7 +108,14 @@ def command_errors() -> Iterator[None]:
     try:
         with user_errors():
             yield
-    except (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException, click.Abort):
+    except (
+        typer.Exit,
+        typer.Abort,
+        typer.TyperException,  # typer's own click: a bad option value is exit 2, as usage
+        click.exceptions.Exit,
+        click.ClickException,
+        click.Abort,
+    ):
         raise
     except Exception as exc:
         if os.environ.get("HARNESS_DEBUG"):
@@ -140,6 +155,43 @@ def parse_model_option(option: str, text: str) -> dict[str, Any]:
         raise SpecError.at(where, format_path(error["loc"]), error["msg"]) from None
 
 
+def make_console(stderr: bool = False) -> Console:
+    """The console every command prints with. A terminal is measured by rich; output to a pipe
+    or a file is $COLUMNS wide, else `defaults.PIPED_WIDTH`, not rich's 80 columns that cut ids
+    short. Tables fold ids that still do not fit, never ellipsising them."""
+    import os
+
+    from rich.console import Console
+
+    from harness.defaults import PIPED_WIDTH
+
+    console = Console(stderr=stderr)
+    if not console.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
+        console.width = PIPED_WIDTH
+    return console
+
+
+def print_json(summary: BaseModel) -> None:
+    """A machine-readable result: one JSON object on stdout, secrets masked."""
+    from harness.secrets import redact
+
+    typer.echo(redact(summary.model_dump_json(indent=2)))
+
+
+@contextmanager
+def json_stdout(as_json: bool) -> Iterator[None]:
+    """With --json, whatever a library prints while the command works goes to stderr, so that
+    stdout holds the JSON object alone."""
+    import sys
+    from contextlib import redirect_stdout
+
+    if not as_json:
+        yield
+        return
+    with redirect_stdout(sys.stderr):
+        yield
+
+
 def announce(pipeline_id: str, name: str) -> None:
     """Name a starting pipeline on stderr: the id to resume with, should the process die."""
     typer.echo(f"pipeline {pipeline_id} ({name}) started", err=True)
@@ -159,27 +211,37 @@ def warn_unsandboxed(store: Store, run_id: str, console: Console) -> None:
         )
 
 
-def print_outcome(outcome: Outcome, store_path: Path) -> int:
-    """Print every report and the pipeline's summary; the exit code: 1 when a gate failed, 3
-    when a node failed (the harness could not finish: no decision stands)."""
-    from rich.console import Console
+def outcome_exit_code(outcome: Outcome) -> int:
+    """1 when a reported gate failed, 3 when a node failed (the harness could not finish: no
+    decision stands), else 0."""
+    from harness.pipeline.types import Report
 
+    execution = outcome.execution
+    if execution.failed:
+        return EXIT_HARNESS
+    reports = [o for o in execution.outputs.values() if isinstance(o, Report)]
+    gates_passed = all(gate.result.passed for report in reports for gate in report.gates)
+    return 0 if gates_passed else EXIT_DECISION
+
+
+def print_outcome(outcome: Outcome, store_path: Path, as_json: bool = False) -> int:
+    """Print every report and the pipeline's summary, or with --json one JSON object (the
+    sandbox warnings then go to stderr); the exit code of `outcome_exit_code`."""
+    from harness.pipeline.summary import outcome_summary
     from harness.pipeline.types import Graded, Report
     from harness.report.terminal import print_report
     from harness.secrets import redact
     from harness.store import Store
 
-    console = Console()
     execution = outcome.execution
-    exit_code = 0
+    if as_json:
+        print_json(outcome_summary(outcome, store_path))
+    console = make_console(stderr=as_json)
     store = Store(store_path)
     try:
-        for output in execution.outputs.values():
-            if not isinstance(output, Report):
-                continue
+        reports = [o for o in execution.outputs.values() if isinstance(o, Report)]
+        for output in [] if as_json else reports:
             print_report(store, output.contents(), console)
-            if not all(gate.result.passed for gate in output.gates):
-                exit_code = EXIT_DECISION
             for file in output.files:
                 console.print(f"wrote {file}")
         graded = {o.run_id for o in execution.outputs.values() if isinstance(o, Graded)}
@@ -187,6 +249,8 @@ def print_outcome(outcome: Outcome, store_path: Path) -> int:
             warn_unsandboxed(store, run_id, console)
     finally:
         store.close()
+    if as_json:
+        return outcome_exit_code(outcome)
     states = ", ".join(f"{node} {status.state}" for node, status in execution.statuses.items())
     console.print(f"pipeline {outcome.pipeline_id} ({outcome.plan.name}): {states}")
     for node, status in execution.statuses.items():
@@ -194,4 +258,4 @@ def print_outcome(outcome: Outcome, store_path: Path) -> int:
             line = f"node {node} failed: {redact(status.error)}"
             console.print(line, style="red", markup=False, highlight=False)
     console.print(f"stored in {store_path}")
-    return EXIT_HARNESS if execution.failed else exit_code
+    return outcome_exit_code(outcome)

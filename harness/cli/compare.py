@@ -12,6 +12,7 @@ from harness.cli._common import (
     CacheOpt,
     ConcurrencyOpt,
     IdsOpt,
+    JsonOpt,
     LevelOpt,
     LimitOpt,
     NoCacheOpt,
@@ -20,7 +21,10 @@ from harness.cli._common import (
     StoreOpt,
     TagsOpt,
     announce,
+    json_stdout,
+    make_console,
     parse_model_option,
+    print_json,
     print_outcome,
     task_selection,
     user_errors,
@@ -64,6 +68,7 @@ def compare(
     cache: CacheOpt = defaults.RESPONSE_CACHE,
     no_cache: NoCacheOpt = False,
     no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Is variant B better than A? Paired statistics on the same tasks, personas and seeds.
 
@@ -72,12 +77,10 @@ def compare(
     cluster bootstrap, sign-flip test over tasks; McNemar over trials shown for reference only),
     pass^k at k = 1, 2, 4, 8, n, the relative judge's win rate, breakdowns per level and tag,
     cost/latency/turn deltas and the tasks that flipped. Either plays both variants, or compares
-    two stored runs."""
-    from rich.console import Console
-
+    two stored runs. --json prints one JSON summary instead (the runs and the comparison)."""
     from harness.cli.templates import COMPARE_SHORTCUTS, compare_dag
     from harness.pipeline.runner import RunOptions, run_pipeline, with_overrides
-    from harness.pipeline.stored import compare_stored
+    from harness.pipeline.stored import compare_stored, stored_summary
     from harness.report.terminal import print_comparison
     from harness.specs.located import Location, SpecError
 
@@ -96,12 +99,16 @@ def compare(
                     Location("compare"), "", "give two stored runs, or --a, --b and --tasks"
                 )
             relative = None if no_relative else judge
-            done = compare_stored(options, runs[0], runs[1], relative, markdown)
-        print_comparison(done.result, Console())
+            with json_stdout(as_json):
+                done = compare_stored(options, runs[0], runs[1], relative, markdown)
+            if as_json:
+                print_json(stored_summary(store, runs, [done.result], files=done.files))
+                return
+        print_comparison(done.result, make_console())
         for file in done.files:
             typer.echo(f"wrote {file}")
         return
-    with user_errors():
+    with user_errors(), json_stdout(as_json):
         if not (a and b and tasks):
             raise SpecError.at(Location("compare"), "", "--a, --b and --tasks go together")
         selection = task_selection(ids, tags, level, sample, seed, limit)
@@ -113,4 +120,4 @@ def compare(
         positions: dict = {}  # where `--set` overrides wrote, for located errors
         data = with_overrides(data, positions, set_ or [], COMPARE_SHORTCUTS)
         outcome = run_pipeline(data, positions, Path("compare"), options)
-    raise typer.Exit(print_outcome(outcome, store))
+    raise typer.Exit(print_outcome(outcome, store, as_json))

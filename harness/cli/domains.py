@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from harness.cli._common import fail, user_errors
+from harness.cli._common import fail, make_console, user_errors
 
 domains_app = typer.Typer(help="Domains: environments with state and tools.", no_args_is_help=True)
 
@@ -15,7 +15,6 @@ domains_app = typer.Typer(help="Domains: environments with state and tools.", no
 @domains_app.command("list")
 def domains_list() -> None:
     """Every registered domain: bundled, installed plug-ins, and the project's `plugins:`."""
-    from rich.console import Console
     from rich.table import Table
 
     from harness.domains.describe import registered
@@ -27,7 +26,7 @@ def domains_list() -> None:
         table.add_column(column, overflow="fold")
     for info in found:
         table.add_row(info.name, info.source, ", ".join(tool.name for tool in info.tools))
-    Console().print(table)
+    make_console().print(table)
 
 
 @domains_app.command("show")

@@ -9,7 +9,15 @@ from typing import Annotated
 import typer
 
 from harness import defaults
-from harness.cli._common import StoreOpt, fail, user_errors
+from harness.cli._common import (
+    JsonOpt,
+    StoreOpt,
+    fail,
+    json_stdout,
+    make_console,
+    print_json,
+    user_errors,
+)
 
 baseline_app = typer.Typer(help="The run that gates compare candidates with.", no_args_is_help=True)
 
@@ -40,22 +48,28 @@ def gate(
         Path | None, typer.Option(help="Markdown summary (default: the config's).")
     ] = None,
     store: StoreOpt = defaults.RESULTS_STORE,
+    as_json: JsonOpt = False,
 ) -> None:
     """The CI regression gate: may the candidate run replace the baseline?
 
     Exit 0 when it may; 1 naming every rule it breaks (errors without evidence, too few tasks,
     level floors, a significant drop over tasks, a regression-suite task now failing every
     trial, cost and latency budgets); 2 on a bad config, missing runs, or runs of different
-    suites without --allow-suite-change. Writes JUnit XML and a Markdown summary."""
-    from rich.console import Console
+    suites without --allow-suite-change. Writes JUnit XML and a Markdown summary. --json
+    prints one JSON summary instead (both runs and the decision), with the same exit code."""
     from rich.markup import escape
 
-    from harness.pipeline.stored import gate_stored
+    from harness.pipeline.stored import gate_stored, stored_summary
     from harness.report.terminal import print_gate
 
-    with user_errors():
+    with user_errors(), json_stdout(as_json):
         done = gate_stored(store, config, candidate, baseline, junit, markdown, allow_suite_change)
-    result, console = done.result, Console()
+    result = done.result
+    if as_json:
+        ran = [result.candidate_run, *([result.baseline_run] if result.baseline_run else [])]
+        print_json(stored_summary(store, ran, gates=[result], files=done.files))
+        raise typer.Exit(0 if result.passed else 1)
+    console = make_console()
     if result.baseline_run is None:
         console.print(
             "[yellow]no baseline: only the error, task-count, floor and budget rules apply "
@@ -124,7 +138,6 @@ def baseline_show(store: StoreOpt = defaults.RESULTS_STORE) -> None:
 
 def history(store: StoreOpt = defaults.RESULTS_STORE) -> None:
     """The pass-rate trend of gated runs, per variant and per week."""
-    from rich.console import Console
     from rich.table import Table
 
     from harness.gate import gate_trend
@@ -138,7 +151,7 @@ def history(store: StoreOpt = defaults.RESULTS_STORE) -> None:
     table = Table(title="Gate history: pass rate per variant and week", title_justify="left")
     columns = ("variant", "week", "gate runs", "passed", "failed", "pass rate", "first -> last")
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for week in trend:
         table.add_row(
             week.variant,
@@ -149,4 +162,4 @@ def history(store: StoreOpt = defaults.RESULTS_STORE) -> None:
             f"{week.mean_rate:.1%}",
             f"{week.first_rate:.1%} -> {week.last_rate:.1%}",
         )
-    Console().print(table)
+    make_console().print(table)

@@ -14,6 +14,7 @@ from harness.cli._common import (
     RetriesOpt,
     StoreOpt,
     TimeoutOpt,
+    make_console,
     parse_model_option,
     user_errors,
     warn_unsandboxed,
@@ -38,8 +39,6 @@ def grade(
     """Re-score a stored run with the tasks' current checks, without simulating again.
 
     The new verdicts are stored beside the old ones."""
-    from rich.console import Console
-
     from harness.pipeline.runner import RunOptions
     from harness.pipeline.stored import regrade
     from harness.report.terminal import print_run
@@ -55,7 +54,7 @@ def grade(
     with user_errors():
         judge = parse_model_option("--judge-model", judge_model) if judge_model else None
         figures = regrade(options, run_id, judge, concurrency)
-    console = Console()
+    console = make_console()
     print_run(figures, console)
     results = Store(store)
     try:

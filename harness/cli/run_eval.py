@@ -12,6 +12,7 @@ from harness.cli._common import (
     CacheOpt,
     ConcurrencyOpt,
     IdsOpt,
+    JsonOpt,
     LevelOpt,
     LimitOpt,
     NoCacheOpt,
@@ -23,6 +24,7 @@ from harness.cli._common import (
     TagsOpt,
     TimeoutOpt,
     announce,
+    json_stdout,
     parse_model_option,
     print_outcome,
     task_selection,
@@ -81,11 +83,14 @@ def run_eval(
         defaults.TRACE_STORE
     ),
     no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Run an eval pipeline: a DAG file, or the default one from --tasks and --agent.
 
     The default pipeline is load tasks -> simulate -> grade -> report (and a W&B run). Unchanged
-    nodes are reused; exit 1 if a gate fails."""
+    nodes are reused; exit 1 if a gate fails. --json prints one JSON summary instead: the
+    pipeline, each run's pass rate with its interval, errors by side and cost, the comparisons
+    and gate decisions."""
     from harness.cli.templates import RUN_EVAL_SHORTCUTS, flags_dag
     from harness.pipeline.runner import (
         RunOptions,
@@ -108,7 +113,7 @@ def run_eval(
         on_start=announce,
     )
     forms = {"a DAG file": dag, "--tasks/--agent": tasks or agent, "--resume": resume}
-    with user_errors():
+    with user_errors(), json_stdout(as_json):
         if len([form for form, given in forms.items() if given]) != 1:
             raise SpecError.at(
                 Location("run-eval"),
@@ -129,4 +134,4 @@ def run_eval(
             positions, source = {}, Path("run-eval")
             data = with_overrides(data, positions, set_ or [], RUN_EVAL_SHORTCUTS)
         outcome = run_pipeline(data, positions, source, options, resume or "")
-    raise typer.Exit(print_outcome(outcome, store))
+    raise typer.Exit(print_outcome(outcome, store, as_json))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from harness import defaults
-from harness.cli._common import StoreOpt, fail
+from harness.cli._common import StoreOpt, fail, make_console, user_errors, warn_unsandboxed
 
 runs_app = typer.Typer(
     help="Pipeline executions and runs in the results store.", no_args_is_help=True
@@ -22,7 +23,6 @@ def runs_list(
     """List pipeline executions with their runs."""
     from collections import Counter
 
-    from rich.console import Console
     from rich.table import Table
 
     from harness.store import Store
@@ -32,25 +32,36 @@ def runs_list(
     results = Store(store)
     table = Table(title=f"Pipelines in {store}", title_justify="left")
     for column in ("pipeline", "name", "created", "status", "nodes", "runs"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for info in results.pipelines(limit):
         counts = Counter(v["state"] for v in info.nodes.values())
         states = ", ".join(f"{state} {n}" for state, n in sorted(counts.items()))
         runs = ", ".join(f"{r.id} {r.variant}" for r in results.runs(info.id))
         table.add_row(info.id, info.name, info.created_at, info.status, states, runs)
     results.close()
-    Console().print(table)
+    make_console().print(table)
 
 
 @runs_app.command("show")
 def runs_show(
     run_id: Annotated[str, typer.Argument(help="A pipeline id (dag-...) or a run id.")],
     store: StoreOpt = defaults.RESULTS_STORE,
+    results_: Annotated[
+        bool,
+        typer.Option(
+            "--results", help="The summary run-eval printed (each run's, for a pipeline)."
+        ),
+    ] = False,
 ) -> None:
-    """Show a pipeline's fully resolved configuration and nodes, or a run's configuration."""
+    """Show a pipeline's fully resolved configuration and nodes, or a run's configuration;
+    with --results, the run's summary table instead."""
     import yaml
 
     from harness.store import Store
+
+    if results_:
+        show_results(run_id, store)
+        return
 
     results = Store(store) if store.is_file() else None
     pipeline = results.pipeline(run_id) if results else None
@@ -80,3 +91,23 @@ def runs_show(
         }
     results.close()
     typer.echo(yaml.safe_dump(shown, sort_keys=False, allow_unicode=True))
+
+
+def show_results(run_id: str, store: Path) -> None:
+    """Print the summary of a stored run, or of each run of a stored pipeline."""
+    from harness.pipeline.stored import stored_figures
+    from harness.report.terminal import print_run
+    from harness.store import Store
+
+    with user_errors():
+        figures = stored_figures(store, run_id)
+    if not figures:
+        typer.echo(f"pipeline {run_id} stored no runs")
+    console = make_console()
+    results = Store(store)
+    try:
+        for figure in figures:
+            print_run(figure, console)
+            warn_unsandboxed(results, figure.run_id, console)
+    finally:
+        results.close()

@@ -14,6 +14,7 @@ from harness.cli._common import (
     SampleOpt,
     SeedOpt,
     TagsOpt,
+    make_console,
     task_selection,
     user_errors,
 )
@@ -33,7 +34,6 @@ def tasks_list(
 ) -> None:
     """Every task (validated, with its persona and domain): id, level, tags, domain, persona,
     number of checks."""
-    from rich.console import Console
     from rich.table import Table
 
     from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
@@ -55,4 +55,4 @@ def tasks_list(
             case.persona.name,
             str(len(task.checks)),
         )
-    Console().print(table)
+    make_console().print(table)

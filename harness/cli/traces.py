@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from harness import defaults
-from harness.cli._common import fail, parse_model_option, user_errors
+from harness.cli._common import fail, make_console, parse_model_option, user_errors
 
 traces_app = typer.Typer(
     help="Episodes recorded as Weave traces (local store).", no_args_is_help=True
@@ -23,18 +23,17 @@ def traces_list(
     limit: Annotated[int, typer.Option(min=1, help="How many, newest first.")] = 50,
 ) -> None:
     """List recorded episodes: task, variant, trial, verdict, end reason, turns."""
-    from rich.console import Console
     from rich.table import Table
 
     from harness.traces.episodes import list_episodes, list_roots
 
     if not store.is_file():
         fail(f"{store}: no trace store (run an eval first)")
-    console = Console()
+    console = make_console()
     episodes, roots = list_episodes(store, limit), list_roots(store, limit)
     table = Table(title=f"Episodes in {store}", title_justify="left")
     for column in ("id", "task", "variant", "trial", "verdict", "end reason", "turns", "run"):
-        table.add_column(column, no_wrap=column in ("id", "verdict"))
+        table.add_column(column, no_wrap=column == "verdict", overflow="fold")
     for episode in episodes:
         t, v, a = episode.transcript, episode.verdict, episode.attributes
         table.add_row(
@@ -52,7 +51,7 @@ def traces_list(
     if roots:
         calls = Table(title=f"Traces recorded by apps in {store}", title_justify="left")
         for column in ("id", "op", "thread", "started", "status", "feedback"):
-            calls.add_column(column, no_wrap=column in ("id", "status"))
+            calls.add_column(column, no_wrap=column == "status", overflow="fold")
         for root in roots:
             calls.add_row(
                 root.call_id[-8:],
@@ -79,15 +78,13 @@ def traces_show(
     store: TraceStoreOpt = defaults.TRACE_STORE,
 ) -> None:
     """Print one recorded episode as a readable conversation."""
-    from rich.console import Console
-
     from harness.report.conversation import print_conversation
     from harness.traces.episodes import find_episode
 
     episode = find_episode(store, call_id) if store.is_file() else None
     if episode is None or episode.transcript is None:
         fail(f"{store}: no single finished episode with id {call_id!r}")
-    print_conversation(episode.transcript, episode.verdict, Console())
+    print_conversation(episode.transcript, episode.verdict, make_console())
 
 
 SourceOpt = Annotated[

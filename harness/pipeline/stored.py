@@ -1,9 +1,11 @@
-"""Work on runs already in the results store, without simulating: re-grade, compare, gate.
-Each calls the same function as its pipeline node, so a command and a node never disagree."""
+"""Work on runs already in the results store, without simulating: re-grade, compare, gate,
+summarise, export. Each calls the same function as its pipeline node, so a command and a node
+never disagree."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +22,9 @@ from harness.pipeline.progress import Board
 from harness.pipeline.runner import RunOptions, model_runtime
 from harness.pipeline.types import Run, Tasks, levels_of
 from harness.report.contents import ReportContents, ReportedRun
+from harness.report.export import ExportFormat, export_rows, write_export
 from harness.report.files import write_reports
+from harness.report.json_summary import ResultsSummary, results_summary
 from harness.report.summary import RunFigures, run_figures
 from harness.specs.agent import ModelRef
 from harness.specs.located import Location, SpecError
@@ -62,6 +66,75 @@ def stored_run(store: Store, run_id: str) -> RunInfo:
     if info is None:
         raise SpecError.at(Location(str(store.path)), "", f"no run {run_id!r} in the store")
     return info
+
+
+def stored_runs(store: Store, run_or_pipeline: str) -> list[RunInfo]:
+    """The runs an id stands for: a pipeline's runs (oldest first), or the one run it names; an
+    error naming the id when the store has neither."""
+    pipeline = store.pipeline(run_or_pipeline)
+    if pipeline is not None:
+        return store.runs(pipeline.id)
+    info = store.run(run_or_pipeline)
+    if info is None:
+        raise SpecError.at(
+            Location(str(store.path)), "", f"no pipeline or run {run_or_pipeline!r} in the store"
+        )
+    return [info]
+
+
+def stored_figures(store_path: Path, run_or_pipeline: str) -> list[RunFigures]:
+    """The summary of a stored run, or of each run of a stored pipeline, as `run-eval` printed
+    it. Task levels come from the run's task files; when those no longer load, the levels are
+    left out rather than the summary."""
+    store = open_store(store_path, "no results store (run an eval first)")
+    try:
+        figures = []
+        for info in stored_runs(store, run_or_pipeline):
+            try:
+                levels = levels_of(stored_tasks(info).cases)
+            except (SpecError, LookupError):
+                levels = {}
+            figures.append(run_figures(store, info.id, levels))
+        return figures
+    finally:
+        store.close()
+
+
+def stored_summary(
+    store_path: Path,
+    run_ids: list[str],
+    comparisons: list[ComparisonResult] | None = None,
+    gates: list[GateResult] | None = None,
+    files: list[Path] | None = None,
+) -> ResultsSummary:
+    """The `--json` summary of stored runs and of the decisions a command took on them."""
+    store = open_store(store_path, "no results store (run an eval first)")
+    try:
+        written = [str(file) for file in files or []]
+        return results_summary(store, run_ids, comparisons, gates, written)
+    finally:
+        store.close()
+
+
+def export_stored(
+    store_path: Path, run_or_pipeline: str, form: ExportFormat, out: Path | None
+) -> int:
+    """Write each episode of a stored run (or of every run of a pipeline) as JSON lines or CSV
+    to `out`, or to stdout; the number of episodes written. The runs are found before the file
+    is opened, so an unknown id leaves no file behind."""
+    store = open_store(store_path, "no results store (run an eval first)")
+    try:
+        run_ids = [info.id for info in stored_runs(store, run_or_pipeline)]
+        if out is None:
+            return write_export(export_rows(store, run_ids), form, sys.stdout)
+        try:
+            file = out.open("w", encoding="utf-8", newline="")
+        except OSError as exc:
+            raise SpecError.at(Location(str(out)), "", f"cannot write: {exc.strerror}") from None
+        with file:
+            return write_export(export_rows(store, run_ids), form, file)
+    finally:
+        store.close()
 
 
 def stored_tasks(info: RunInfo) -> Tasks:

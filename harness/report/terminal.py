@@ -21,9 +21,10 @@ def print_run(figures: RunFigures, console: Console) -> None:
     """Per task: verdict (or passes over trials), turns, end reason, failed checks; then the
     pass rate with its interval, errors by side, tokens and cost."""
     table = Table(title=f"Run {figures.run_id}", title_justify="left")
-    for column in ("task", "level", "verdict", "turns", "end reason"):
+    table.add_column("task", overflow="fold")  # an id: folded when it cannot fit, never cut
+    for column in ("level", "verdict", "turns", "end reason"):
         table.add_column(column, no_wrap=True)
-    table.add_column("failed checks", ratio=1)
+    table.add_column("failed checks", ratio=1, overflow="fold")
     for line in figures.tasks:
         style = STYLES.get(
             line.outcome, "red" if line.failed else ("green" if not line.errors else "yellow")
@@ -119,7 +120,7 @@ def print_comparison(result: ComparisonResult, console: Console) -> None:
         )
     table = Table(title="breakdown (task-clustered)", title_justify="left")
     for column in ("by", "group", "A", "B", "B - A (95% CI)", "p"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for name, groups in result.breakdowns.items():
         for label, rates in groups.items():
             d = rates.difference
