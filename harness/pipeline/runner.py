@@ -160,7 +160,7 @@ def run_pipeline(
 ) -> Outcome:
     """Plan, check (`preflight`) and execute a pipeline; its resolved configuration is stored
     with the execution. Nothing is written before the pipeline has passed its checks."""
-    from harness.tracing import NO_TRACER, open_tracer
+    from harness.tracing import NO_TRACER, open_run_tracer
 
     pipeline = prepare(data, positions, source)
     preflight(pipeline)
@@ -179,7 +179,9 @@ def run_pipeline(
             options.on_start(pipeline_id, pipeline.name)
         tracing = options.traces is not None or options.weave_project is not None
         tracer = (
-            open_tracer(options.weave_project, options.traces or Path()) if tracing else NO_TRACER
+            open_run_tracer(options.weave_project, options.traces or Path())
+            if tracing
+            else NO_TRACER
         )
         resources.callback(tracer.close)
         resources.callback(_record, store, pipeline_id, execution)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from harness.specs.located import (
     PathKey,
     Problem,
     SpecError,
+    command_memo,
     display,
     format_path,
     under,
@@ -95,12 +97,55 @@ def load_suite(
 ) -> list[TaskCase]:
     """Load and cross-check every task under `paths`; all problems are raised together.
     `overrides` patch every task, `persona_overrides` every persona (e.g. `model=...` to have
-    all simulated users played by one model)."""
+    all simulated users played by one model).
+
+    Within one command (`read_once`) a suite is built once: planning, the preflight check and
+    the run (and every evaluation of a climb) share it while its files are unchanged."""
+    files = task_files(paths)
+    memo = command_memo()
+    if memo is None:
+        return _load_suite(files, paths, personas_dir, overrides, persona_overrides)
+    key = (
+        "suite",
+        tuple(map(str, paths)),
+        str(personas_dir),
+        tuple(map(repr, overrides or [])),
+        tuple(map(repr, persona_overrides or [])),
+    )
+    stamp = _stamp(files, personas_dir)
+    if key in memo and memo[key][0] == stamp:
+        return list(memo[key][1])
+    cases = _load_suite(files, paths, personas_dir, overrides, persona_overrides)
+    memo[key] = (stamp, cases)
+    return list(cases)
+
+
+def _stamp(files: list[Path], personas_dir: Path | None) -> tuple[Any, ...]:
+    """What says the suite's files are unchanged: each task file's and persona file's size
+    and modification time."""
+    folders = {personas_dir} if personas_dir else {find_personas_dir(f) for f in _parents(files)}
+    listed = [*files, *(p for d in folders if d is not None for p in sorted(d.glob("*.y*ml")))]
+    return tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in listed)
+
+
+def _parents(files: list[Path]) -> list[Path]:
+    """One file per folder (the nearest personas folder is the same for all of a folder's)."""
+    return list({f.parent: f for f in files}.values())
+
+
+def _load_suite(
+    files: list[Path],
+    paths: list[Path],
+    personas_dir: Path | None,
+    overrides: list[Override] | None,
+    persona_overrides: list[Override] | None,
+) -> list[TaskCase]:
     problems: list[Problem] = []
     cases: list[TaskCase] = []
     persona_cache: dict[Path, dict[str, Persona]] = {}
+    states: dict[str, dict[str, Any]] = {}
+    folders: dict[Path, Path | None] = {}  # a task's folder -> its nearest personas folder
     seen_ids: dict[str, Path] = {}
-    files = task_files(paths)
     if not files:
         raise SpecError([Problem(Location(", ".join(map(str, paths))), "", "no task files found")])
     for path in files:
@@ -116,7 +161,7 @@ def load_suite(
                     ]
                 )
             seen_ids[task.id] = path
-            persona = _persona(loaded, personas_dir, persona_cache)
+            persona = _persona(loaded, personas_dir, persona_cache, folders)
             if persona_overrides:
                 data = apply_overrides(persona.model_dump(mode="json"), persona_overrides, {})
                 persona = validate(Persona, data, {}, loaded.path)
@@ -124,7 +169,7 @@ def load_suite(
             bound = _bind(loaded, domain)
             if bound is not None:
                 _check_references(loaded, bound)
-            state = _start_state(loaded, domain)
+            state = _start_state(loaded, domain, states)
             if bound is None:
                 bound = domain.for_state(state)
                 _check_references(loaded, bound)
@@ -137,12 +182,18 @@ def load_suite(
 
 
 def _persona(
-    loaded: Loaded[Task], personas_dir: Path | None, cache: dict[Path, dict[str, Persona]]
+    loaded: Loaded[Task],
+    personas_dir: Path | None,
+    cache: dict[Path, dict[str, Persona]],
+    folders: dict[Path, Path | None],
 ) -> Persona:
     ref = loaded.spec.persona
     if isinstance(ref, Persona):
         return ref
-    folder = personas_dir or find_personas_dir(loaded.path)
+    parent = loaded.path.parent
+    if personas_dir is None and parent not in folders:
+        folders[parent] = find_personas_dir(loaded.path)
+    folder = personas_dir or folders[parent]
     if folder is None:
         raise SpecError(
             [loaded.problem(("persona",), f"unknown persona '{ref}': no personas/ folder")]
@@ -217,8 +268,25 @@ def _state_problems(loaded: Loaded[Task], model: type[BaseModel]) -> list[Proble
     return problems
 
 
-def _start_state(loaded: Loaded[Task], domain: type[Environment]) -> dict[str, Any]:
-    """The merged start state, validated against the domain's state model."""
+def _start_state(
+    loaded: Loaded[Task], domain: type[Environment], states: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The merged start state, validated against the domain's state model. Tasks that start
+    from the same files and inline state share one (validated once; an environment copies
+    the state it is given)."""
+    start = loaded.spec.start
+    key = json.dumps(
+        [id(domain), start.state_file, start.state_db, start.state],
+        sort_keys=True,
+        default=str,
+    )
+    if key in states:
+        return states[key]
+    states[key] = state = _merged_state(loaded, domain)
+    return state
+
+
+def _merged_state(loaded: Loaded[Task], domain: type[Environment]) -> dict[str, Any]:
     try:
         state = initial_state(loaded.spec)
     except sqlite3.DatabaseError as exc:

@@ -160,15 +160,25 @@ _READ: ContextVar[dict[Path, tuple[tuple[int, ...], str, Any]] | None] = Context
 )
 
 
+_MEMO: ContextVar[dict[Any, Any] | None] = ContextVar("harness_command_memo", default=None)
+
+
 @contextmanager
 def read_once() -> Iterator[None]:
     """Within this block each YAML file is read and parsed once (a run reads a task file to
-    plan, to check and to play it; parsing is the costly part). Unchanged files only."""
-    token = _READ.set({})
+    plan, to check and to play it; parsing is the costly part). Unchanged files only. What is
+    built from the files (a loaded suite) may be kept for the block too: `command_memo()`."""
+    token, memo = _READ.set({}), _MEMO.set({})
     try:
         yield
     finally:
         _READ.reset(token)
+        _MEMO.reset(memo)
+
+
+def command_memo() -> dict[Any, Any] | None:
+    """A dict that lives as long as the `read_once` block (one command); None outside one."""
+    return _MEMO.get()
 
 
 def read_yaml(path: Path) -> tuple[Any, Positions]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from math import comb, sqrt
+from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -27,10 +28,15 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     """Wilson score interval of a binomial proportion; (0, 1) when there is no data."""
     if n == 0:
         return 0.0, 1.0
-    from scipy.stats import binomtest
-
-    interval = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return float(interval.low), float(interval.high)
+    # The closed form (Wilson 1927), as scipy's `binomtest(...).proportion_ci(method="wilson")`
+    # computes it, without importing scipy (a second) for every summary.
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    p, z2 = successes / n, z * z
+    center = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z / (1 + z2 / n) * sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    low = 0.0 if successes == 0 else max(0.0, center - half)  # exact at the edges
+    high = 1.0 if successes == n else min(1.0, center + half)
+    return low, high
 
 
 def _check_counts(n: int, c: int, k: int) -> None:

@@ -7,12 +7,19 @@ tracer does.
 
 - `spans`: the `Tracer` and `child_span`, how spans are recorded.
 - `clients`: opening a weave client, online or on the local store; `record_locally(path)`, for
-  a user's own app to record its traces offline.
+  a user's own app to record its traces offline; `open_run_tracer`, what a run records with.
+- `local_writer`: the harness's own spans written straight into the local store, in batches,
+  as weave would have written them, without importing weave.
 - `local_server` (with `local_objects`, `local_db`): the local store, a weave trace server.
 - `query`: the calls filter and query language the local store interprets.
 """
 
-from harness.tracing.clients import open_local_client, open_tracer, record_locally
+from harness.tracing.clients import (
+    open_local_client,
+    open_run_tracer,
+    open_tracer,
+    record_locally,
+)
 from harness.tracing.spans import NO_TRACER, Span, SpanResult, Tracer, child_span
 
 __all__ = [
@@ -22,6 +29,7 @@ __all__ = [
     "Tracer",
     "child_span",
     "open_local_client",
+    "open_run_tracer",
     "open_tracer",
     "record_locally",
 ]

@@ -40,6 +40,17 @@ def open_tracer(project: str | None = None, store: Path = TRACE_STORE) -> Tracer
     return Tracer(client)
 
 
+def open_run_tracer(project: str | None = None, store: Path = TRACE_STORE) -> Tracer:
+    """The tracer a run records with: on a W&B project, weave's client (`open_tracer`); on the
+    local store, the direct writer (`local_writer`), which records the harness's own spans,
+    plain data only, without importing weave."""
+    if project is not None:
+        return open_tracer(project, store)
+    from harness.tracing.local_writer import LocalTracer
+
+    return LocalTracer(store)
+
+
 def open_local_client(store: Path = TRACE_STORE) -> WeaveClient:
     """A weave client on the local store, made weave's global client (which feedback and ref
     reads need); also for reading traces back."""

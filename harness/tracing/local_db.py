@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.sqlite import connect
+from harness.sqlite import connect, write
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -123,6 +123,43 @@ class LocalTraceDb:
             ),
         )
         self._db.execute("DELETE FROM writers WHERE id = ?", (writer,))
+
+    def _write_batch(
+        self,
+        insert: str,
+        rows: Sequence[Sequence[Any]],
+        update: str,
+        updates: Sequence[Sequence[Any]],
+    ) -> None:
+        """Insert rows, then apply updates, in one transaction (for `local_writer`, which
+        writes without a weave client: not part of the trace-server interface)."""
+
+        def work(db: sqlite3.Connection) -> None:
+            db.executemany(insert, rows)
+            db.executemany(update, updates)
+
+        with self._lock:
+            write(self._db, work)
+
+    def _save_op(
+        self, project: str, name: str, digest: str, value: str, code: tuple[str, bytes]
+    ) -> None:
+        """An op object and its code file, as weave saves them (once: content-addressed)."""
+
+        def work(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT OR IGNORE INTO files (project_id, digest, content) VALUES (?, ?, ?)",
+                (project, *code),
+            )
+            db.execute(
+                "INSERT OR IGNORE INTO objects (project_id, object_id, digest, version_index,"
+                " kind, val, created_at) VALUES (?, ?, ?, (SELECT COUNT(*) FROM objects WHERE"
+                " project_id = ? AND object_id = ?), 'op', ?, ?)",
+                (project, name, digest, project, name, value, _now()),
+            )
+
+        with self._lock:
+            write(self._db, work)
 
     def _write(self, sql: str, params: Sequence[Any]) -> None:
         with self._lock:

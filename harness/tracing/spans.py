@@ -40,11 +40,12 @@ class Tracer:
     def __init__(self, client: WeaveClient | None) -> None:
         self.client = client
         self.enabled = client is not None
+        self._weave_object: Any = ()  # isinstance(x, ()) is never true
+        self._redact = redactor()
         if client is not None:
             from weave.object.obj import Object
 
             self._weave_object = Object
-            self._redact = redactor()
 
     def start(
         self,
@@ -88,6 +89,8 @@ class Tracer:
         """End a span with its output, or with the exception that stopped it."""
         if self.client is None or span is None:
             return
+        if exception is not None:
+            exception = self._redacted(exception)
         self.client.finish_call(span, self._plain(output), exception)
         # weave keeps every child of a live call (to sum their summaries at its end); a run's
         # root holds thousands of episodes, so a finished span lets go of what it recorded.
@@ -122,6 +125,15 @@ class Tracer:
                 _CURRENT.reset(token)
         if span is not None:
             self.end(span, span.output)
+
+    def _redacted(self, exception: BaseException) -> BaseException:
+        """The exception as a trace records it (its type's name, its message, its stack), with
+        the message redacted."""
+        message = self._redact(str(exception))
+        if message == str(exception):
+            return exception
+        stand_in = type(type(exception).__name__, (Exception,), {})(message)
+        return stand_in.with_traceback(exception.__traceback__)
 
     def _plain(self, value: Any) -> Any:
         """`value` with its pydantic models (other than weave's objects) dumped to JSON data,

@@ -8,12 +8,21 @@ Offline by default (a run directory under `dir`, synced later with `wandb sync`)
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
+import random
+import string
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from harness.pipeline.nodes import NodeContext, NodeKind, register
 from harness.pipeline.types import Comparison, GateDecision, Graded, WandbRun
 from harness.report.summary import run_figures
+from harness.secrets import redact
 from harness.specs.wandb import WandbTarget
 
 
@@ -69,7 +78,9 @@ def metrics(store: Any, inputs: list[Any]) -> tuple[dict[str, Any], list[list[An
     return summary, rows
 
 
-def start_wandb_run(target: WandbTarget, name: str, job_type: str, config: dict[str, Any]) -> Any:
+def start_wandb_run(
+    target: WandbTarget, name: str, job_type: str, config: dict[str, Any], run_id: str | None = None
+) -> Any:
     """A W&B run in the target's mode (offline unless told otherwise); wandb never starts weave
     and reports no errors of its own."""
     os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")
@@ -84,6 +95,7 @@ def start_wandb_run(target: WandbTarget, name: str, job_type: str, config: dict[
         mode=mode,
         dir=target.dir,
         name=name,
+        id=run_id,
         job_type=job_type,
         config=config,
         settings=wandb.Settings(
@@ -103,19 +115,59 @@ def finished(run: Any) -> WandbRun:
 
 
 async def run(params: LogWandbParams, inputs: list[Any], ctx: NodeContext) -> WandbRun:
+    """The metrics are read from the store here; the W&B run is written by a child process
+    (importing wandb and starting its service take about a second and a half), which this
+    process waits for only as it exits, after the summary is printed."""
+    mode = params.resolved_mode()
+    if mode == "disabled":
+        return WandbRun(run_id="", mode=mode, directory=None)
+    summary, rows = metrics(ctx.store, inputs)
+    run_id = "".join(random.choices(string.ascii_lowercase + string.digits, k=8))
+    os.makedirs(params.dir, exist_ok=True)
+    payload = {
+        "target": params.model_dump(mode="json"),
+        "run_id": run_id,
+        "name": ctx.pipeline_id,
+        "config": ctx.config,
+        "summary": summary,
+        "rows": rows,
+    }
+    with tempfile.NamedTemporaryFile(
+        "w", dir=params.dir, prefix="wandb-", suffix=".json", delete=False
+    ) as out:
+        out.write(redact(json.dumps(payload, default=str)))
+    code = f"import sys; from {__name__} import write_run; write_run(sys.argv[1])"
+    child = subprocess.Popen([sys.executable, "-c", code, out.name], stdout=subprocess.DEVNULL)
+    if not _CHILDREN:
+        atexit.register(_wait_for_children)
+    _CHILDREN.append(child)
+    return WandbRun(run_id=run_id, mode=mode, directory=os.path.join(params.dir, "wandb"))
+
+
+_CHILDREN: list[subprocess.Popen[bytes]] = []
+
+
+def _wait_for_children() -> None:
+    for child in _CHILDREN:
+        child.wait()
+
+
+def write_run(payload_file: str) -> None:
+    """In the child: the W&B run of a payload the node wrote (then the payload is removed)."""
     import wandb
 
-    summary, rows = metrics(ctx.store, inputs)
-    run = start_wandb_run(params, ctx.pipeline_id, "eval", ctx.config)
+    payload = json.loads(Path(payload_file).read_text())
+    Path(payload_file).unlink()
+    target = WandbTarget.model_validate(payload["target"])
+    run = start_wandb_run(target, payload["name"], "eval", payload["config"], payload["run_id"])
     try:
-        run.log(summary)
-        run.summary.update(summary)
-        if rows:
+        run.log(payload["summary"])
+        run.summary.update(payload["summary"])
+        if payload["rows"]:
             columns = ["variant", "run", "task", "level", "passed", "trials", "failed checks"]
-            run.log({"tasks": wandb.Table(columns=columns, data=rows)})
+            run.log({"tasks": wandb.Table(columns=columns, data=payload["rows"])})
     finally:
-        outcome = finished(run)
-    return outcome
+        run.finish()
 
 
 register(
