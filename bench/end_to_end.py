@@ -140,45 +140,64 @@ def run_harness(folder: Path, tasks: int, concurrency: int, traced: bool) -> dic
     return {"wall": wall, "cpu": cpu, "peak_mib": after.ru_maxrss / 1024, "passed": passed}
 
 
-async def bare_client(url: str, episodes: int, concurrency: int) -> None:
+def same_payload() -> tuple[list[dict], str, dict[str, str]]:
+    """What the harness sends for this workload (outside any timing): the agent's tool schemas
+    and system prompt, and each tool's result as the support domain returns it, so that the
+    bare client's requests are the harness's requests."""
+    import yaml
+
+    from harness.domains.base import resolve_domain
+    from harness.models.wire_openai import to_wire_tools
+    from harness.sim.agent import tool_result
+    from harness.transcript import ToolCall
+
+    agent = yaml.safe_load(AGENT)
+    domain = resolve_domain("support")
+    env = domain(json.loads((ROOT / "tasks/support/data/desk.json").read_text()))
+    calls = {
+        "find_customer": {"email": "grace@example.com"},
+        "list_orders": {"customer_id": "C-101"},
+        "get_order": {"order_id": "O-1002"},
+    }
+    results = {
+        name: asyncio.run(tool_result(env, ToolCall(id="c", name=name, arguments=args))).content
+        for name, args in calls.items()
+    }
+    return to_wire_tools(domain.tool_specs(agent["tools"])), agent["system_prompt"], results
+
+
+async def bare_client(url: str, episodes: int, concurrency: int, payload: tuple) -> None:
     """The same conversations through the bare openai client: 4 dependent calls per episode,
-    the tool results appended as the harness would, at most `concurrency` episodes at once."""
+    the tool results appended as the harness appends them, at most `concurrency` at once."""
     import openai
 
+    tools, system_prompt, results = payload
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", max_retries=0, timeout=60)
-    tools = [
-        {
-            "type": "function",
-            "function": {
-                "name": name,
-                "description": "A support tool.",
-                "parameters": {"type": "object", "properties": {"x": {"type": "string"}}},
-            },
-        }
-        for name in ("find_customer", "list_orders", "get_order")
-    ]
-    results = {
-        "find_customer": {"customer_id": "C-101", "name": "Grace Hopper"},
-        "list_orders": [{"order_id": "O-1002", "status": "shipped"}],
-        "get_order": {"order_id": "O-1002", "status": "shipped", "tracking": "1Z999AA10123456784"},
-    }
     limit = asyncio.Semaphore(concurrency)
 
     async def episode(i: int) -> None:
         messages: list[dict] = [
-            {"role": "system", "content": "You are a support agent."},
-            {"role": "user", "content": f"Hi, where is my order O-1002? ({i})"},
+            {"role": "system", "content": system_prompt},
+            {
+                "role": "user",
+                "content": "Hi, where is my order O-1002? My email is grace@example.com.",
+            },
         ]
         async with limit:
             for _ in range(CALLS_PER_EPISODE):
                 reply = await client.chat.completions.create(
-                    model="fake", messages=messages, tools=tools, max_tokens=256, temperature=0
+                    model="fake",
+                    messages=messages,
+                    tools=tools,
+                    max_tokens=1024,
+                    temperature=0,
+                    seed=i,
                 )
                 message = reply.choices[0].message
                 messages.append(message.model_dump(exclude_none=True))
                 for call in message.tool_calls or []:
-                    result = json.dumps(results.get(call.function.name, {}))
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+                    content = results[call.function.name]
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
                 if not message.tool_calls:
                     break
 
@@ -191,9 +210,10 @@ def run_bare(url: str, episodes: int, concurrency: int) -> dict[str, float]:
     warm-up), like the harness's figures net of start-up."""
     import openai  # noqa: F401
 
-    asyncio.run(bare_client(url, 1, concurrency))
+    payload = same_payload()
+    asyncio.run(bare_client(url, 1, concurrency, payload))
     wall, cpu = time.perf_counter(), time.process_time()
-    asyncio.run(bare_client(url, episodes, concurrency))
+    asyncio.run(bare_client(url, episodes, concurrency, payload))
     return {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
 
 
@@ -201,8 +221,10 @@ def main() -> None:
     tasks = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     calls = tasks * CALLS_PER_EPISODE
     print(f"workload: {tasks} tasks x {CALLS_PER_EPISODE} agent turns = {calls} model calls")
-    print(f"{'setting':<12} {'side':<18} {'wall s':>7} {'CPU ms/call':>12} {'x client':>9} "
-          f"{'efficiency':>11} {'peak MiB':>9}")
+    print(
+        f"{'setting':<12} {'side':<18} {'wall s':>7} {'CPU ms/call':>12} {'x client':>9} "
+        f"{'efficiency':>11} {'peak MiB':>9}"
+    )
     summary: dict[str, float] = {}
     peak = 0.0
     with tempfile.TemporaryDirectory() as scratch:

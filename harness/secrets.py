@@ -18,6 +18,17 @@ KEY_SHAPES = re.compile(
     re.IGNORECASE,
 )
 MASK = "[REDACTED]"
+URL_PASSWORD = re.compile(r"(\w://[^:/@?#\s]*:)[^@/?#\s]+@")
+QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#\s]+", re.IGNORECASE)
+ANY_SHAPE = re.compile(
+    "|".join(f"(?:{p.pattern})" for p in (KEY_SHAPES, URL_PASSWORD, QUERY_PASSWORD)), re.IGNORECASE
+)
+
+
+def mask_url_passwords(text: str) -> str:
+    """`text` with the password of every URL in it masked (`user:PASSWORD@host`,
+    `?password=`): a database URL may be printed, its password never."""
+    return QUERY_PASSWORD.sub(rf"\1{MASK}", URL_PASSWORD.sub(rf"\1{MASK}@", text))
 
 
 def secret_values(extra_names: tuple[str, ...] = ()) -> list[str]:
@@ -38,7 +49,9 @@ def redactor() -> Callable[[str], str]:
         for value in values:
             if value in text:
                 text = text.replace(value, MASK)
-        return KEY_SHAPES.sub(MASK, text)
+        if ANY_SHAPE.search(text) is None:  # one scan for the common case: nothing to mask
+            return text
+        return KEY_SHAPES.sub(MASK, mask_url_passwords(text))
 
     return redact_known
 

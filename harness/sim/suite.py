@@ -101,10 +101,9 @@ def load_suite(
 
     Within one command (`read_once`) a suite is built once: planning, the preflight check and
     the run (and every evaluation of a climb) share it while its files are unchanged."""
-    files = task_files(paths)
     memo = command_memo()
     if memo is None:
-        return _load_suite(files, paths, personas_dir, overrides, persona_overrides)
+        return _load_suite(task_files(paths), paths, personas_dir, overrides, persona_overrides)
     key = (
         "suite",
         tuple(map(str, paths)),
@@ -112,17 +111,18 @@ def load_suite(
         tuple(map(repr, overrides or [])),
         tuple(map(repr, persona_overrides or [])),
     )
-    stamp = _stamp(files, personas_dir)
+    stamp = suite_stamp(paths, personas_dir)
     if key in memo and memo[key][0] == stamp:
         return list(memo[key][1])
-    cases = _load_suite(files, paths, personas_dir, overrides, persona_overrides)
+    cases = _load_suite(task_files(paths), paths, personas_dir, overrides, persona_overrides)
     memo[key] = (stamp, cases)
     return list(cases)
 
 
-def _stamp(files: list[Path], personas_dir: Path | None) -> tuple[Any, ...]:
-    """What says the suite's files are unchanged: each task file's and persona file's size
-    and modification time."""
+def suite_stamp(paths: list[Path], personas_dir: Path | None) -> tuple[Any, ...]:
+    """What says a suite's files are unchanged: the size and modification time of each spec
+    file under its paths and of each persona file it may use."""
+    files = spec_files(paths)
     folders = {personas_dir} if personas_dir else {find_personas_dir(f) for f in _parents(files)}
     listed = [*files, *(p for d in folders if d is not None for p in sorted(d.glob("*.y*ml")))]
     return tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in listed)

@@ -83,6 +83,7 @@ class LocalTracer(Tracer):
         self.db = LocalTraceDb(store)
         self._weave = _weave_attributes()
         self._ops: set[str] = set()  # op objects saved
+        self._attribute_texts: dict[tuple[Any, ...], str] = {}
         self._lock = threading.Condition()
         self._pending: dict[str, list[Any]] = {}  # id -> row, not yet inserted
         self._ends: list[tuple[Any, ...]] = []  # ends of spans already inserted
@@ -128,7 +129,7 @@ class LocalTracer(Tracer):
             display_name,
             _now(),
             None,
-            json.dumps({"weave": self._weave, **self._plain(attributes or {})}),
+            self._attributes_json(attributes or {}),
             json.dumps(self._plain(inputs)),
             None,
             None,
@@ -142,6 +143,19 @@ class LocalTracer(Tracer):
             self._pending[span_id] = row
             self._backpressure()
         return span
+
+    def _attributes_json(self, attributes: dict[str, Any]) -> str:
+        """The attributes column; the spans of an episode share theirs, written once."""
+        try:
+            key = tuple(attributes.items())
+            cached = self._attribute_texts.get(key)
+        except TypeError:  # a value that is no hashable scalar
+            return json.dumps({"weave": self._weave, **self._plain(attributes)})
+        if cached is None:
+            cached = json.dumps({"weave": self._weave, **self._plain(attributes)})
+            if len(self._attribute_texts) < 10_000:
+                self._attribute_texts[key] = cached
+        return cached
 
     def end(self, span: Any, output: Any = None, exception: BaseException | None = None) -> None:
         if not self.enabled or span is None:
