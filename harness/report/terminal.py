@@ -17,15 +17,24 @@ from harness.transcript import Usage
 STYLES = {"pass": "green", "fail": "red", "error": "yellow"}
 
 
-def print_run(figures: RunFigures, console: Console) -> None:
+SHOWN_TASKS = 50
+"""Tasks a run's summary lists after a run (every one with `harness runs show ID --results`):
+beyond it, the tasks that did not pass come first and the passing rest are counted."""
+
+
+def print_run(figures: RunFigures, console: Console, limit: int | None = None) -> None:
     """Per task: verdict (or passes over trials), turns, end reason, failed checks; then the
-    pass rate with its interval, errors by side, tokens and cost."""
+    pass rate with its interval, errors by side, tokens and cost. With `limit`, at most that
+    many tasks are listed, those that did not pass first."""
+    lines = figures.tasks
+    if limit is not None and len(lines) > limit:
+        lines = sorted(lines, key=lambda line: not (line.failed or line.errors))[:limit]
     table = Table(title=f"Run {figures.run_id}", title_justify="left")
     table.add_column("task", overflow="fold")  # an id: folded when it cannot fit, never cut
     for column in ("level", "verdict", "turns", "end reason"):
         table.add_column(column, no_wrap=True)
     table.add_column("failed checks", ratio=1, overflow="fold")
-    for line in figures.tasks:
+    for line in lines:
         style = STYLES.get(
             line.outcome, "red" if line.failed else ("green" if not line.errors else "yellow")
         )
@@ -45,6 +54,15 @@ def print_run(figures: RunFigures, console: Console) -> None:
             escape(why),
         )
     console.print(table)
+    if len(lines) < len(figures.tasks):
+        listed = {line.task_id for line in lines}
+        rest = [line for line in figures.tasks if line.task_id not in listed]
+        failing = sum(1 for line in rest if line.failed or line.errors)
+        status = f"{failing} of them did not pass" if failing else "all passed"
+        console.print(
+            f"{len(rest)} more tasks, {status} (every task: harness runs show "
+            f"{figures.run_id} --results)"
+        )
     rate = f"{figures.rate:.1%}" if figures.graded else "n/a"
     console.print(
         f"pass rate [bold]{rate}[/bold] ({figures.passed}/{figures.graded}, 95% Wilson CI "
@@ -156,7 +174,7 @@ def print_gate(result: GateResult, console: Console) -> None:
 def print_report(store: Store, report: ReportContents, console: Console) -> None:
     """Each run's summary, then each comparison, then each gate decision."""
     for run in report.runs:
-        print_run(run_figures(store, run.run_id, run.levels), console)
+        print_run(run_figures(store, run.run_id, run.levels), console, SHOWN_TASKS)
     for comparison in report.comparisons:
         print_comparison(comparison, console)
     for gate in report.gates:
