@@ -21,6 +21,7 @@ LAYERS: list[set[str]] = [
         "secrets",
         "matching",
         "sqlite",
+        "store_location",
         "jsontext",
         "imports",
         "project",
@@ -29,7 +30,7 @@ LAYERS: list[set[str]] = [
     {"models", "domains", "testing"},
     {"sim", "grading", "traces"},
     {"store"},
-    {"compare", "gate", "report", "pipeline", "climb", "scaffold"},
+    {"compare", "gate", "report", "pipeline", "climb", "scaffold", "view"},
     {"cli", "__main__"},
 ]
 LAYER_OF = {unit: index for index, units in enumerate(LAYERS) for unit in units}

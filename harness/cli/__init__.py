@@ -19,11 +19,13 @@ from harness.cli import (
     gate,
     grade,
     init,
+    report,
     run_eval,
     runs,
     tasks,
     traces,
     validate,
+    view,
 )
 
 
@@ -70,6 +72,8 @@ app.add_typer(tasks.tasks_app, name="tasks")
 app.add_typer(domains.domains_app, name="domains")
 app.command()(init.init)
 app.command()(climb.climb)
+app.command()(report.report)
+app.command()(view.view)
 
 
 def main() -> None:

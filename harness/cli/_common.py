@@ -13,6 +13,7 @@ import typer
 from harness.imports import UnresolvedReference
 from harness.project import ProjectError
 from harness.registry import DuplicateEntry
+from harness.store_location import ENV_VAR, StoreLocation
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -21,7 +22,15 @@ if TYPE_CHECKING:
     from harness.pipeline.runner import Outcome
     from harness.store import Store
 
-StoreOpt = Annotated[Path, typer.Option(help="SQLite results file.")]
+StoreOpt = Annotated[
+    StoreLocation,
+    typer.Option(
+        parser=StoreLocation.of,
+        metavar="FILE|URL",
+        envvar=ENV_VAR,
+        help="Results store: a SQLite file, or a PostgreSQL URL postgresql://USER@HOST/DB.",
+    ),
+]
 CacheOpt = Annotated[Path, typer.Option(help="Response cache file.")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache.")]
 PricesOpt = Annotated[
@@ -224,7 +233,7 @@ def outcome_exit_code(outcome: Outcome) -> int:
     return 0 if gates_passed else EXIT_DECISION
 
 
-def print_outcome(outcome: Outcome, store_path: Path, as_json: bool = False) -> int:
+def print_outcome(outcome: Outcome, store_path: StoreLocation, as_json: bool = False) -> int:
     """Print every report and the pipeline's summary, or with --json one JSON object (the
     sandbox warnings then go to stderr); the exit code of `outcome_exit_code`."""
     from harness.pipeline.summary import outcome_summary

@@ -9,6 +9,7 @@ import typer
 
 from harness import defaults
 from harness.cli._common import CacheOpt, NoCacheOpt, StoreOpt, fail, user_errors
+from harness.store_location import StoreLocation
 
 
 def climb(
@@ -62,13 +63,13 @@ def climb(
     raise typer.Exit(0 if decision.accepted else 1)
 
 
-def show(climb_id: str | None, store: Path) -> None:
+def show(climb_id: str | None, store: StoreLocation) -> None:
     """A stored climb: its decision and every candidate (parent, status, evaluations, diff);
     without an id, the newest climbs."""
     from harness.climb.show import climb_text, climbs_text
     from harness.store import Store
 
-    if not store.is_file():
+    if not store.exists():
         fail(f"{store}: no results store (run a climb first)")
     with user_errors():
         results = Store(store)

@@ -3,6 +3,7 @@ compares with, and the trend of its decisions."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -97,7 +98,7 @@ def baseline_set(
     from harness.gate.suites import SUITE_PREFIX, run_suite, suite_id
     from harness.store import Store
 
-    results = Store(store) if store.is_file() else None
+    results = Store(store) if store.exists() else None
     info = results.run(run_id) if results else None
     if results is None or info is None:
         fail(f"{store}: no run {run_id!r}")
@@ -117,7 +118,7 @@ def baseline_show(store: StoreOpt = defaults.RESULTS_STORE) -> None:
     from harness.report.summary import run_figures
     from harness.store import Store
 
-    results = Store(store) if store.is_file() else None
+    results = Store(store) if store.exists() else None
     baselines = results.baselines() if results else []
     if results is None or not baselines:
         fail(f"{store}: no baseline set (harness baseline set RUN_ID)")
@@ -136,6 +137,46 @@ def baseline_show(store: StoreOpt = defaults.RESULTS_STORE) -> None:
     results.close()
 
 
+class WandbMode(StrEnum):
+    """Where `harness baseline publish` sends its W&B run."""
+
+    OFFLINE = "offline"
+    ONLINE = "online"
+
+
+@baseline_app.command("publish")
+def baseline_publish(
+    suite: Annotated[
+        str | None, typer.Option(help="Only this suite's baseline (the id `baseline set` printed).")
+    ] = None,
+    project: Annotated[str, typer.Option(help="W&B project.")] = "harness",
+    entity: Annotated[str | None, typer.Option(help="W&B entity (team or user).")] = None,
+    mode: Annotated[
+        WandbMode | None,
+        typer.Option(help="offline or online (default: $WANDB_MODE, else offline)."),
+    ] = None,
+    wandb_dir: Annotated[
+        Path, typer.Option("--dir", help="Where the local W&B run folder is written.")
+    ] = defaults.STATE_DIR,
+    store: StoreOpt = defaults.RESULTS_STORE,
+) -> None:
+    """Publish each suite's baseline and the gate history as a W&B artifact of type
+    gate-baseline, for teams that keep everything in W&B. Offline by default: the files are
+    written in the local run folder, and `wandb sync` uploads them."""
+    from harness.pipeline.baseline_artifact import publish_baselines
+    from harness.specs.wandb import WandbTarget
+
+    with user_errors():
+        chosen = mode.value if mode else None
+        target = WandbTarget(project=project, entity=entity, mode=chosen, dir=str(wandb_dir))
+        done = publish_baselines(store, target, suite)
+    where = f" in {done.run.directory}" if done.run.directory else ""
+    typer.echo(
+        f"published {done.artifact}: {done.baselines} baseline(s), {done.decisions} gate "
+        f"decision(s); W&B run {done.run.run_id} ({done.run.mode}){where}"
+    )
+
+
 def history(store: StoreOpt = defaults.RESULTS_STORE) -> None:
     """The pass-rate trend of gated runs, per variant and per week."""
     from rich.table import Table
@@ -143,7 +184,7 @@ def history(store: StoreOpt = defaults.RESULTS_STORE) -> None:
     from harness.gate import gate_trend
     from harness.store import Store
 
-    if not store.is_file():
+    if not store.exists():
         fail(f"{store}: no results store")
     results = Store(store)
     trend = gate_trend(results)

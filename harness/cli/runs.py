@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from harness import defaults
 from harness.cli._common import StoreOpt, fail, make_console, user_errors, warn_unsandboxed
+from harness.store_location import StoreLocation
 
 runs_app = typer.Typer(
     help="Pipeline executions and runs in the results store.", no_args_is_help=True
@@ -27,7 +27,7 @@ def runs_list(
 
     from harness.store import Store
 
-    if not store.is_file():
+    if not store.exists():
         fail(f"{store}: no results store (run an eval first)")
     results = Store(store)
     table = Table(title=f"Pipelines in {store}", title_justify="left")
@@ -63,7 +63,7 @@ def runs_show(
         show_results(run_id, store)
         return
 
-    results = Store(store) if store.is_file() else None
+    results = Store(store) if store.exists() else None
     pipeline = results.pipeline(run_id) if results else None
     run = results.run(run_id) if results and pipeline is None else None
     if results is None or (pipeline is None and run is None):
@@ -93,7 +93,7 @@ def runs_show(
     typer.echo(yaml.safe_dump(shown, sort_keys=False, allow_unicode=True))
 
 
-def show_results(run_id: str, store: Path) -> None:
+def show_results(run_id: str, store: StoreLocation) -> None:
     """Print the summary of a stored run, or of each run of a stored pipeline."""
     from harness.pipeline.stored import stored_figures
     from harness.report.terminal import print_run

@@ -23,7 +23,7 @@ from harness.specs.located import Location, PathKey, SpecError
 from harness.specs.overrides import Override, apply_overrides
 from harness.specs.validation import validate
 from harness.store import Store, new_id
-from harness.store.lock import pipeline_lock
+from harness.store_location import StoreLocation, StoreTarget
 
 if TYPE_CHECKING:
     from harness.models import ModelRuntime
@@ -37,7 +37,7 @@ Shortcuts = dict[str, list[tuple[str, str]]]
 class RunOptions:
     """Settings of one execution that are not part of the pipeline's content."""
 
-    store: Path = defaults.RESULTS_STORE
+    store: StoreTarget = defaults.RESULTS_STORE  # a SQLite file or a PostgreSQL URL
     cache: Path | None = defaults.RESPONSE_CACHE
     prices: Path | None = None
     timeout_s: float = MODEL_TIMEOUT_S
@@ -110,16 +110,17 @@ def with_overrides(
 
 
 def stored_pipeline(
-    store_path: Path, pipeline_id: str
+    store_path: StoreTarget, pipeline_id: str
 ) -> tuple[dict[str, Any], dict[PathKey, Location], Path]:
     """A stored execution's pipeline data and source, to resume it."""
     info = None
-    if store_path.is_file():
+    if StoreLocation.of(store_path).exists():
         store = Store(store_path)
         info = store.pipeline(pipeline_id)
         store.close()
     if info is None:
-        raise SpecError.at(Location(str(store_path)), "", f"no pipeline {pipeline_id!r} to resume")
+        where = Location(str(StoreLocation.of(store_path)))
+        raise SpecError.at(where, "", f"no pipeline {pipeline_id!r} to resume")
     return info.config["dag"], {}, Path(info.config["source"])
 
 
@@ -171,7 +172,7 @@ def run_pipeline(
         store = Store(options.store)
         resources.callback(store.close)
         # Refused while another process runs this pipeline; released when this one ends.
-        resources.enter_context(pipeline_lock(options.store, pipeline_id))
+        resources.enter_context(store.pipeline_lock(pipeline_id))
         runtime = model_runtime(options)
         resources.callback(runtime.close)
         store.new_pipeline(pipeline.name, config, pipeline_id)

@@ -29,6 +29,7 @@ from harness.report.summary import RunFigures, run_figures
 from harness.specs.agent import ModelRef
 from harness.specs.located import Location, SpecError
 from harness.store import RunInfo, Store
+from harness.store_location import StoreLocation, StoreTarget
 from harness.tracing import NO_TRACER
 
 if TYPE_CHECKING:
@@ -53,11 +54,12 @@ class StoredGate:
     files: list[Path]
 
 
-def open_store(path: Path, missing: str) -> Store:
+def open_store(path: StoreTarget, missing: str) -> Store:
     """The results store at `path`; when there is none, an error saying `missing`."""
-    if not path.is_file():
-        raise SpecError.at(Location(str(path)), "", missing)
-    return Store(path)
+    location = StoreLocation.of(path)
+    if not location.exists():
+        raise SpecError.at(Location(str(location)), "", missing)
+    return Store(location)
 
 
 def stored_run(store: Store, run_id: str) -> RunInfo:
@@ -82,7 +84,7 @@ def stored_runs(store: Store, run_or_pipeline: str) -> list[RunInfo]:
     return [info]
 
 
-def stored_figures(store_path: Path, run_or_pipeline: str) -> list[RunFigures]:
+def stored_figures(store_path: StoreTarget, run_or_pipeline: str) -> list[RunFigures]:
     """The summary of a stored run, or of each run of a stored pipeline, as `run-eval` printed
     it. Task levels come from the run's task files; when those no longer load, the levels are
     left out rather than the summary."""
@@ -101,7 +103,7 @@ def stored_figures(store_path: Path, run_or_pipeline: str) -> list[RunFigures]:
 
 
 def stored_summary(
-    store_path: Path,
+    store_path: StoreTarget,
     run_ids: list[str],
     comparisons: list[ComparisonResult] | None = None,
     gates: list[GateResult] | None = None,
@@ -117,7 +119,7 @@ def stored_summary(
 
 
 def export_stored(
-    store_path: Path, run_or_pipeline: str, form: ExportFormat, out: Path | None
+    store_path: StoreTarget, run_or_pipeline: str, form: ExportFormat, out: Path | None
 ) -> int:
     """Write each episode of a stored run (or of every run of a pipeline) as JSON lines or CSV
     to `out`, or to stdout; the number of episodes written. The runs are found before the file
@@ -212,7 +214,7 @@ def compare_stored(
 
 
 def gate_stored(
-    store_path: Path,
+    store_path: StoreTarget,
     config_path: Path,
     candidate: str | None,
     baseline: str | None,

@@ -3,16 +3,15 @@ gate decisions in the order of its nodes, and what each node did."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from harness.pipeline.runner import Outcome
 from harness.pipeline.types import Comparison, GateDecision, Report, Run
 from harness.report.json_summary import ResultsSummary, results_summary
 from harness.secrets import redact
 from harness.store import Store
+from harness.store_location import StoreTarget
 
 
-def outcome_summary(outcome: Outcome, store_path: Path) -> ResultsSummary:
+def outcome_summary(outcome: Outcome, store_path: StoreTarget) -> ResultsSummary:
     """Every run a node produced, every comparison and gate decision, the report files, and
     each node's state (with a failed node's error, secrets masked)."""
     execution = outcome.execution

@@ -1,5 +1,6 @@
 """The results store: pipelines, runs, episodes (full transcripts), verdicts and cached node
-outputs in one SQLite file.
+outputs in one SQLite file (the default), or in a PostgreSQL database that runners on several
+machines share (`--store postgresql://...`, `$HARNESS_STORE`); the same methods, the same answers.
 
 A *run* is one variant's episodes over a task set (the output of a `simulate` node) with their
 verdicts; a *pipeline* is one execution of a DAG, which may hold several runs. Episodes and
@@ -10,16 +11,16 @@ never held in memory. Everything is redacted on the way in: an API key never rea
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
+from contextlib import AbstractContextManager
+from os import PathLike
 from typing import Any
 
 from harness.defaults import RESULTS_STORE
 from harness.grading.result import Verdict
 from harness.secrets import redact
-from harness.sqlite import write
 from harness.store.climbs import CandidateInfo, ClimbInfo, ClimbRecords, EvaluationInfo
+from harness.store.database import Database, Row, open_database
 from harness.store.rows import (
     EpisodeRow,
     PipelineInfo,
@@ -30,7 +31,7 @@ from harness.store.rows import (
     pipeline_info,
     run_info,
 )
-from harness.store.schema import open_results
+from harness.store_location import StoreLocation
 from harness.transcript import Transcript, Usage
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "PipelineInfo",
     "RunInfo",
     "Store",
+    "StoreLocation",
     "new_id",
 ]
 
@@ -48,18 +50,23 @@ PAGE = 200  # rows read at a time: no read is held open while the caller writes
 
 
 class Store(ClimbRecords):
-    """A results file, shared safely by several processes: every write is one short
-    `BEGIN IMMEDIATE` transaction retried while another process holds the lock, rows are read a
-    page at a time (a read held open across a write would fail it), and writing the same
-    episode or verdict twice keeps the first (a resumed or doubled run is a no-op, not a
-    crash)."""
+    """A results store, shared safely by several processes: every write is one short
+    transaction (`Database.write`: SQLite's `BEGIN IMMEDIATE`, retried while another process
+    holds the lock), rows are read a page at a time (a read held open across a write would fail
+    it), and writing the same episode or verdict twice keeps the first (a resumed or doubled run
+    is a no-op, not a crash)."""
 
-    def __init__(self, path: Path = RESULTS_STORE):
-        self.path = path
-        self.db = open_results(path)
+    def __init__(self, path: StoreLocation | str | PathLike[str] = RESULTS_STORE):
+        self.path = StoreLocation.of(path)  # printed with a database URL's password masked
+        self.db: Database = open_database(self.path)
 
     def close(self) -> None:
         self.db.close()
+
+    def pipeline_lock(self, pipeline_id: str) -> AbstractContextManager[None]:
+        """Held while this process runs the pipeline; another process holding it is an error
+        (bad input: a `--resume` of a pipeline still running)."""
+        return self.db.pipeline_lock(pipeline_id)
 
     # ------------------------------------------------------------ pipelines
 
@@ -67,8 +74,7 @@ class Store(ClimbRecords):
         """Record a pipeline execution (or, given an existing id, mark it running again)."""
         pipeline_id = pipeline_id or new_id("dag-")
         values = (pipeline_id, name, now(), "running", redact(json.dumps(config, sort_keys=True)))
-        write(
-            self.db,
+        self.db.write(
             lambda db: db.execute(
                 "INSERT INTO pipelines (id, name, created_at, status, config)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET status = 'running'",
@@ -79,8 +85,7 @@ class Store(ClimbRecords):
 
     def finish_pipeline(self, pipeline_id: str, status: str, nodes: dict[str, Any]) -> None:
         values = (status, json.dumps(nodes), pipeline_id)
-        write(
-            self.db,
+        self.db.write(
             lambda db: db.execute(
                 "UPDATE pipelines SET status = ?, nodes = ? WHERE id = ?", values
             ),
@@ -103,11 +108,12 @@ class Store(ClimbRecords):
 
     def put_node_output(self, key: str, kind: str, output: str, pipeline_id: str) -> None:
         values = (key, kind, redact(output), pipeline_id, now())
-        write(
-            self.db,
+        self.db.write(
             lambda db: db.execute(
-                "INSERT OR REPLACE INTO node_outputs (key, kind, output, pipeline_id, finished_at)"
-                " VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO node_outputs (key, kind, output, pipeline_id, finished_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET kind = excluded.kind,"
+                " output = excluded.output, pipeline_id = excluded.pipeline_id,"
+                " finished_at = excluded.finished_at",
                 values,
             ),
         )
@@ -123,8 +129,7 @@ class Store(ClimbRecords):
         pipeline_id: str | None = None,
     ) -> str:
         """Record a new run and return its id (time-ordered, unique)."""
-        return write(
-            self.db,
+        return self.db.write(
             lambda db: insert_run(db, variant, variant_hash, config, node_key, pipeline_id),
         )
 
@@ -139,7 +144,8 @@ class Store(ClimbRecords):
         """The newest run a node with this key started (to resume it), or a new one: decided in
         one transaction, so that two processes running the same node share one run."""
 
-        def claim(db: sqlite3.Connection) -> str:
+        def claim(db: Database) -> str:
+            db.lock(f"claim {node_key}")
             row = db.execute(
                 "SELECT id FROM runs WHERE node_key = ? ORDER BY created_at DESC, id DESC LIMIT 1",
                 (node_key,),
@@ -148,13 +154,12 @@ class Store(ClimbRecords):
                 return str(row["id"])
             return insert_run(db, variant, variant_hash, config, node_key, pipeline_id)
 
-        info = self.run(write(self.db, claim))
+        info = self.run(self.db.write(claim))
         assert info is not None
         return info
 
     def finish_run(self, run_id: str, status: str = "done") -> None:
-        write(
-            self.db,
+        self.db.write(
             lambda db: db.execute("UPDATE runs SET status = ? WHERE id = ?", (status, run_id)),
         )
 
@@ -162,14 +167,15 @@ class Store(ClimbRecords):
         """Add to a run's recorded configuration (e.g. the judge that graded it); read and
         written in one transaction, so that no other process's addition is lost."""
 
-        def update(db: sqlite3.Connection) -> None:
+        def update(db: Database) -> None:
+            db.lock(f"run {run_id}")
             row = db.execute("SELECT config FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is not None:
                 config = {**json.loads(row["config"]), **values}
                 text = redact(json.dumps(config, sort_keys=True))
                 db.execute("UPDATE runs SET config = ? WHERE id = ?", (text, run_id))
 
-        write(self.db, update)
+        self.db.write(update)
 
     def run(self, run_id: str) -> RunInfo | None:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
@@ -216,8 +222,7 @@ class Store(ClimbRecords):
             trace_id,
             call_id,
         )
-        write(
-            self.db,
+        self.db.write(
             lambda db: db.execute(
                 "INSERT INTO episodes (run_id, task_id, trial, end_reason, turns, transcript,"
                 " usage, trace_id, call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -276,12 +281,18 @@ class Store(ClimbRecords):
     # ------------------------------------------------------------ baseline and gate history
 
     def set_baseline(self, run_id: str, name: str = "default") -> None:
-        """Make a run the baseline that gates compare candidates with."""
-        with self.db:
-            self.db.execute(
-                "INSERT OR REPLACE INTO baselines (name, run_id, set_at) VALUES (?, ?, ?)",
+        """Make a run the baseline that gates compare candidates with (replacing the suite's
+        previous one: a new row, so that it sorts as the most recently set)."""
+
+        def replace(db: Database) -> None:
+            db.lock(f"baseline {name}")
+            db.execute("DELETE FROM baselines WHERE name = ?", (name,))
+            db.execute(
+                "INSERT INTO baselines (name, run_id, set_at) VALUES (?, ?, ?)",
                 (name, run_id, now()),
             )
+
+        self.db.write(replace)
 
     def baseline(self, name: str = "default") -> str | None:
         row = self.db.execute("SELECT run_id FROM baselines WHERE name = ?", (name,)).fetchone()
@@ -304,20 +315,22 @@ class Store(ClimbRecords):
         pass_rate: float,
         reasons: list[str],
     ) -> None:
-        with self.db:
-            self.db.execute(
+        values = (
+            now(),
+            candidate_run,
+            baseline_run,
+            variant,
+            int(passed),
+            pass_rate,
+            json.dumps(reasons),
+        )
+        self.db.write(
+            lambda db: db.execute(
                 "INSERT INTO gate_history (at, candidate_run, baseline_run, variant, passed,"
                 " pass_rate, reasons) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    now(),
-                    candidate_run,
-                    baseline_run,
-                    variant,
-                    int(passed),
-                    pass_rate,
-                    json.dumps(reasons),
-                ),
+                values,
             )
+        )
 
     def gate_history(self) -> list[dict[str, Any]]:
         rows = self.db.execute(
@@ -341,8 +354,7 @@ class Store(ClimbRecords):
             redact(verdict.model_dump_json()),
             grading,
         )
-        write(
-            self.db,
+        self.db.write(
             lambda db: db.execute(
                 "INSERT INTO verdicts (run_id, task_id, trial, outcome, score, graded_at, verdict,"
                 " grading) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -389,7 +401,7 @@ class Store(ClimbRecords):
         for row in rows:
             yield Verdict.model_validate_json(row["verdict"])
 
-    def _pages(self, query: str, run_id: str) -> Iterator[sqlite3.Row]:
+    def _pages(self, query: str, run_id: str) -> Iterator[Row]:
         """The rows of a run's query ordered by (task_id, trial), read `PAGE` at a time: each
         page is read whole, so no read stays open while the caller writes between rows. The
         query takes the run id and the last (task id, trial) seen."""

@@ -8,13 +8,14 @@ one history, whichever process wrote it and however often the climb was resumed.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.secrets import redact
-from harness.sqlite import write
 from harness.store.rows import now
+
+if TYPE_CHECKING:
+    from harness.store.database import Database
 
 
 @dataclass
@@ -63,13 +64,12 @@ class EvaluationInfo:
 class ClimbRecords:
     """The climb tables, as methods of the results store."""
 
-    db: sqlite3.Connection
+    db: Database
 
     def start_climb(self, climb_id: str, name: str, production: str, config: dict) -> None:
         """Record a climb (or, resumed, mark it running again)."""
         values = (climb_id, name, now(), production, redact(json.dumps(config, sort_keys=True)))
-        write(
-            self.db,
+        self.db.write(
             lambda db: db.execute(
                 "INSERT INTO climbs (id, name, created_at, production, config, status)"
                 " VALUES (?, ?, ?, ?, ?, 'running')"
@@ -80,8 +80,7 @@ class ClimbRecords:
 
     def finish_climb(self, climb_id: str, status: str, decision: dict[str, Any]) -> None:
         values = (status, redact(json.dumps(decision)), climb_id)
-        write(
-            self.db,
+        self.db.write(
             lambda db: db.execute(
                 "UPDATE climbs SET status = ?, decision = ? WHERE id = ?", values
             ),
@@ -109,8 +108,7 @@ class ClimbRecords:
             note,
             now(),
         )
-        write(
-            self.db,
+        self.db.write(
             lambda db: db.execute(
                 "INSERT INTO climb_candidates"
                 " (climb_id, candidate, parent, changes, diff, status, note, created_at)"
@@ -121,8 +119,7 @@ class ClimbRecords:
 
     def set_candidate_status(self, climb_id: str, candidate: str, status: str, note: str) -> None:
         values = (status, note, climb_id, candidate)
-        write(
-            self.db,
+        self.db.write(
             lambda db: db.execute(
                 "UPDATE climb_candidates SET status = ?, note = ? WHERE climb_id = ? AND"
                 " candidate = ?",
@@ -142,8 +139,7 @@ class ClimbRecords:
             e.episodes,
             e.at,
         )
-        write(
-            self.db,
+        self.db.write(
             lambda db: db.execute(
                 "INSERT INTO climb_evaluations (climb_id, candidate, purpose, run_id, scores,"
                 " cost_usd, episodes, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.grading.result import Verdict
 from harness.secrets import redact
 from harness.transcript import Usage
+
+if TYPE_CHECKING:
+    from harness.store.database import Database, Row
 
 
 def now() -> str:
@@ -64,7 +66,7 @@ class PipelineInfo:
 
 
 def insert_run(
-    db: sqlite3.Connection,
+    db: Database,
     variant: str,
     variant_hash: str,
     config: dict[str, Any],
@@ -89,7 +91,7 @@ def insert_run(
     return run_id
 
 
-def run_info(row: sqlite3.Row) -> RunInfo:
+def run_info(row: Row) -> RunInfo:
     return RunInfo(
         id=row["id"],
         created_at=row["created_at"],
@@ -102,7 +104,7 @@ def run_info(row: sqlite3.Row) -> RunInfo:
     )
 
 
-def pipeline_info(row: sqlite3.Row) -> PipelineInfo:
+def pipeline_info(row: Row) -> PipelineInfo:
     return PipelineInfo(
         id=row["id"],
         name=row["name"],

@@ -1,20 +1,24 @@
-"""The results file's tables, and opening the file at the schema version this harness reads.
+"""The results store's tables, one definition for both backends, and its migrations.
 
 The schema is shared with stored results of earlier runs; a change bumps `SCHEMA_VERSION` and
-upgrades older files in place when it can (`UPGRADES`); any other file is refused, untouched,
-rather than misread. Opening a file at the current version writes nothing, so that readers
-beside a running pipeline never wait for its lock.
+upgrades older stores in place when it can (`UPGRADES`); any other store is refused, untouched,
+rather than misread. SQLite keeps the version in `PRAGMA user_version`, PostgreSQL in the
+`harness_schema` table. `DIALECTS` is all that differs between the two: an autoincrement key,
+a float as wide as SQLite's REAL, text sorted byte by byte as SQLite sorts it, and an explicit
+`rowid` (SQLite has one implicitly) that orders rows set within the same second.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
+import re
+from collections.abc import Callable
+from typing import Any
 
 from harness.specs.located import Location, SpecError
-from harness.sqlite import StoreBusy, connect, write
 
 SCHEMA_VERSION = 4
+# `{serial}`, `{real}`, `{rowid}` and every TEXT are written in each dialect's words (DIALECTS);
+# `{{}}` is a literal `{}`.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pipelines (
     id TEXT PRIMARY KEY,
@@ -22,7 +26,7 @@ CREATE TABLE IF NOT EXISTS pipelines (
     created_at TEXT NOT NULL,
     status TEXT NOT NULL,
     config TEXT NOT NULL,
-    nodes TEXT NOT NULL DEFAULT '{}'
+    nodes TEXT NOT NULL DEFAULT '{{}}'
 );
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
@@ -48,31 +52,31 @@ CREATE TABLE IF NOT EXISTS episodes (
     PRIMARY KEY (run_id, task_id, trial)
 );
 CREATE TABLE IF NOT EXISTS verdicts (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    id {serial},
     run_id TEXT NOT NULL REFERENCES runs(id),
     task_id TEXT NOT NULL,
     trial INTEGER NOT NULL,
     outcome TEXT NOT NULL,
-    score REAL NOT NULL,
+    score {real} NOT NULL,
     graded_at TEXT NOT NULL,
     verdict TEXT NOT NULL,
     grading TEXT NOT NULL DEFAULT ''  -- one grading pass: an episode has one verdict in it
 );
 CREATE INDEX IF NOT EXISTS verdicts_by_run ON verdicts(run_id, task_id, trial);
 CREATE UNIQUE INDEX IF NOT EXISTS verdicts_once ON verdicts(run_id, task_id, trial, grading);
-CREATE TABLE IF NOT EXISTS baselines (
+CREATE TABLE IF NOT EXISTS baselines ({rowid}
     name TEXT PRIMARY KEY,
     run_id TEXT NOT NULL REFERENCES runs(id),
     set_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS gate_history (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    id {serial},
     at TEXT NOT NULL,
     candidate_run TEXT NOT NULL,
     baseline_run TEXT,
     variant TEXT NOT NULL,
     passed INTEGER NOT NULL,
-    pass_rate REAL NOT NULL,
+    pass_rate {real} NOT NULL,
     reasons TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS node_outputs (
@@ -89,9 +93,9 @@ CREATE TABLE IF NOT EXISTS climbs (
     production TEXT NOT NULL,
     config TEXT NOT NULL,
     status TEXT NOT NULL,
-    decision TEXT NOT NULL DEFAULT '{}'
+    decision TEXT NOT NULL DEFAULT '{{}}'
 );
-CREATE TABLE IF NOT EXISTS climb_candidates (
+CREATE TABLE IF NOT EXISTS climb_candidates ({rowid}
     climb_id TEXT NOT NULL REFERENCES climbs(id),
     candidate TEXT NOT NULL,
     parent TEXT,
@@ -103,13 +107,13 @@ CREATE TABLE IF NOT EXISTS climb_candidates (
     PRIMARY KEY (climb_id, candidate)
 );
 CREATE TABLE IF NOT EXISTS climb_evaluations (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    id {serial},
     climb_id TEXT NOT NULL REFERENCES climbs(id),
     candidate TEXT NOT NULL,
     purpose TEXT NOT NULL,  -- search (GEPA's minibatches and train set) or acceptance
     run_id TEXT,
     scores TEXT NOT NULL,
-    cost_usd REAL NOT NULL,
+    cost_usd {real} NOT NULL,
     episodes INTEGER NOT NULL,
     at TEXT NOT NULL
 );
@@ -118,13 +122,28 @@ CREATE INDEX IF NOT EXISTS climb_evaluations_by_climb ON climb_evaluations(climb
 
 
 # Version 2 -> 3: a verdict belongs to a grading pass, so that a resumed pass grades an episode
-# once; the verdicts of a version-2 file each count as a pass of their own.
+# once; the verdicts of a version-2 file each count as a pass of their own. (A PostgreSQL store
+# began at version 4; its upgrades will be these same statements.)
 UPGRADES = {
     2: (
         "ALTER TABLE verdicts ADD COLUMN grading TEXT NOT NULL DEFAULT ''",
         "UPDATE verdicts SET grading = 'v2-' || id",
     ),
     3: (),  # 3 -> 4: the climb tables are new (SCHEMA creates them)
+}
+DIALECTS: dict[str, dict[str, str]] = {
+    "sqlite": {
+        "serial": "INTEGER PRIMARY KEY AUTOINCREMENT",
+        "real": "REAL",
+        "rowid": "",
+        "text": "TEXT",
+    },
+    "postgresql": {
+        "serial": "BIGSERIAL PRIMARY KEY",
+        "real": "DOUBLE PRECISION",  # PostgreSQL's REAL has 24 bits: not SQLite's answers
+        "rowid": "\n    rowid BIGSERIAL NOT NULL,",
+        "text": 'TEXT COLLATE "C"',  # byte order, as SQLite sorts (a locale's would not)
+    },
 }
 TABLES = frozenset(
     {
@@ -142,39 +161,17 @@ TABLES = frozenset(
 )
 
 
-def open_results(path: Path) -> sqlite3.Connection:
-    """Open (or create) a results file at this harness's schema version. A file that is not a
-    results store (a folder, text, another SQLite file) or cannot be opened is bad input: one
-    line naming it, and the file is left as it was."""
-    where = Location(str(path))
-    if path.is_dir():
-        raise SpecError.at(where, "", "not a results store: it is a folder")
-    try:
-        db = connect(path, isolation_level=None)
-    except (sqlite3.Error, OSError) as exc:
-        raise SpecError.at(where, "", f"cannot open the results store: {_reason(exc)}") from None
-    try:
-        if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            write(db, lambda db: _upgrade(db, where))
-    except (SpecError, StoreBusy):
-        db.close()
-        raise
-    except sqlite3.Error as exc:
-        db.close()
-        raise SpecError.at(where, "", f"not a results store: {_reason(exc)}") from None
-    return db
+def statements(dialect: str) -> list[str]:
+    """The statements that create the current schema's tables in a dialect (idempotent)."""
+    words = DIALECTS[dialect]
+    text = re.sub(r"\bTEXT\b", words["text"], SCHEMA.format(**words))
+    return [statement for statement in text.split(";") if statement.strip()]
 
 
-def _upgrade(db: sqlite3.Connection, where: Location) -> None:
-    """Create the tables of a new file, or upgrade an older one (in one write transaction, so
-    that two processes opening a new file do it once)."""
-    version = db.execute("PRAGMA user_version").fetchone()[0]
-    if version == SCHEMA_VERSION:
-        return
-    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if version == 0 and tables - TABLES - {"sqlite_sequence"}:
-        others = ", ".join(sorted(tables - TABLES))
-        raise SpecError.at(where, "", f"not a results store: it holds other tables ({others})")
+def upgrade(execute: Callable[[str], Any], dialect: str, version: int, where: Location) -> None:
+    """Bring a store at `version` (0: new) to `SCHEMA_VERSION`, in the caller's write
+    transaction; the caller records the new version. A store of a version this harness does
+    not know is refused, untouched."""
     if version not in (0, *UPGRADES):
         age = "a newer" if version > SCHEMA_VERSION else "an older"
         raise SpecError.at(
@@ -184,11 +181,6 @@ def _upgrade(db: sqlite3.Connection, where: Location) -> None:
             f"{SCHEMA_VERSION}); move it aside or pass another --store",
         )
     for statement in UPGRADES.get(version, ()):
-        db.execute(statement)
-    for statement in filter(str.strip, SCHEMA.split(";")):
-        db.execute(statement)
-    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-
-
-def _reason(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        execute(statement)
+    for statement in statements(dialect):
+        execute(statement)

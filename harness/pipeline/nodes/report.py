@@ -1,5 +1,5 @@
 """`report`: collect runs, comparisons and gate decisions for the terminal, and write the
-Markdown summary and JUnit XML files asked for."""
+Markdown summary, JUnit XML and HTML report files asked for."""
 
 from __future__ import annotations
 
@@ -18,6 +18,11 @@ class ReportParams(Spec):
 
     markdown: str | None = Field(default=None, description="Write a Markdown summary here.")
     junit: str | None = Field(default=None, description="Write JUnit XML of gated runs here.")
+    html: str | None = Field(
+        default=None,
+        description="Write the self-contained HTML report here (`harness report`): the gate's "
+        "baseline against its candidate, else the comparison's runs, else the first run.",
+    )
 
 
 async def run(params: ReportParams, inputs: list[Any], ctx: NodeContext) -> Report:
@@ -30,7 +35,8 @@ async def run(params: ReportParams, inputs: list[Any], ctx: NodeContext) -> Repo
     )
     markdown = Path(params.markdown) if params.markdown else None
     junit = Path(params.junit) if params.junit else None
-    written = write_reports(ctx.store, report.contents(), markdown, junit)
+    html = Path(params.html) if params.html else None
+    written = write_reports(ctx.store, report.contents(), markdown, junit, html)
     report.files += [str(path) for path in written]
     return report
 

@@ -1,0 +1,40 @@
+"""`harness report`: a run as one self-contained HTML file, to open in a browser or keep as a
+CI artifact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harness import defaults
+from harness.cli._common import StoreOpt, user_errors
+
+
+def report(
+    run_id: Annotated[str, typer.Argument(help="The run to report (A of a comparison).")],
+    against: Annotated[
+        str | None,
+        typer.Option(help="A second run (B): the A/B comparison and side-by-side transcripts."),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="The HTML file to write.")] = Path("report.html"),
+    store: StoreOpt = defaults.RESULTS_STORE,
+) -> None:
+    """Write a run's HTML report: pass rate with its interval per level and tag, errors, cost
+    and time, every episode as a chat with its state changes and checks, the A/B comparison
+    with --against, the store's trends and the gate's decisions, and failure clusters. One
+    file with no outside resource."""
+    from harness.pipeline.stored import open_store, stored_run
+    from harness.report.html import write_html_report
+
+    with user_errors():
+        results = open_store(store, "no results store (run an eval first)")
+        try:
+            for wanted in filter(None, (run_id, against)):
+                stored_run(results, wanted)
+            written = write_html_report(results, run_id, against, out)
+        finally:
+            results.close()
+    size = written.stat().st_size
+    typer.echo(f"wrote {written} ({size / 1e6:.1f} MB)")

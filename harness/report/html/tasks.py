@@ -1,0 +1,42 @@
+"""The tasks a stored run played, read again from the files it recorded: their levels, tags,
+start states and provenance. A report is often made later or elsewhere (a CI artifact), where
+the files may have moved: then it says why and shows what the store alone holds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.sim.suite import TaskCase, load_suite
+from harness.specs.overrides import Override
+from harness.store import RunInfo
+
+
+@dataclass
+class RunTasks:
+    """A run's tasks by id, or why they could not be read (a plain record: a task's checks
+    are typed only once their kinds are registered, so no model validates it again)."""
+
+    cases: dict[str, TaskCase] = field(default_factory=dict)  # task id -> task
+    problem: str = ""  # why the task files could not be read
+
+
+def run_tasks(info: RunInfo) -> RunTasks:
+    """Load the task files a run recorded, with its task and persona overrides."""
+    recorded = info.config.get("tasks")
+    if not isinstance(recorded, dict) or not recorded.get("paths"):
+        return RunTasks(problem="the run recorded no task files")
+    paths = [Path(p) for p in recorded["paths"]]
+    personas = recorded.get("personas")
+    try:
+        cases = load_suite(
+            paths,
+            Path(personas) if personas else None,
+            [Override.parse_in(o, "task") for o in recorded.get("set") or []],
+            [Override.parse_in(o, "persona") for o in recorded.get("persona_set") or []],
+        )
+    except Exception as exc:  # moved, edited or unloadable files: the report goes on without
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        where = ", ".join(map(str, paths))
+        return RunTasks(problem=f"task files {where} could not be read: {first}")
+    return RunTasks(cases={case.task.id: case for case in cases})
