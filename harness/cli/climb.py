@@ -9,6 +9,7 @@ import typer
 
 from harness import defaults
 from harness.cli._common import CacheOpt, NoCacheOpt, StoreOpt, fail, user_errors
+from harness.cli._executor import ExecutorOpt, WorkersOpt, executor_name
 from harness.store_location import StoreLocation
 
 
@@ -25,6 +26,8 @@ def climb(
     cache: CacheOpt = defaults.RESPONSE_CACHE,
     no_cache: NoCacheOpt = False,
     no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,
+    executor: ExecutorOpt = None,
+    workers: WorkersOpt = None,
 ) -> None:
     """Propose variants from failing transcripts (GEPA), evaluate them against production, and
     ship only a candidate the gate finds better on held-out tasks. Exit 0 when one shipped,
@@ -42,6 +45,8 @@ def climb(
         cache=None if no_cache else cache,
         traces=None if no_traces else defaults.TRACE_STORE,
         progress=False,
+        executor=executor_name(executor),
+        workers=workers,
     )
     with user_errors():
         loaded = load_climb(Path(config), [Override.parse(o) for o in set_ or []])

@@ -30,6 +30,7 @@ from harness.cli._common import (
     task_selection,
     user_errors,
 )
+from harness.cli._executor import ExecutorOpt, WorkersOpt, executor_name
 
 
 def run_eval(
@@ -83,6 +84,8 @@ def run_eval(
         defaults.TRACE_STORE
     ),
     no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,
+    executor: ExecutorOpt = None,
+    workers: WorkersOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run an eval pipeline: a DAG file, or the default one from --tasks and --agent.
@@ -111,6 +114,8 @@ def run_eval(
         traces=None if no_traces else traces,
         fresh=fresh,
         on_start=announce,
+        executor=executor_name(executor),
+        workers=workers,
     )
     forms = {"a DAG file": dag, "--tasks/--agent": tasks or agent, "--resume": resume}
     with user_errors(), json_stdout(as_json):

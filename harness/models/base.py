@@ -70,6 +70,9 @@ class ProviderPolicy:
     """Whether calls cost nothing (then a model missing from the price table is not unpriced)."""
     retry: bool = True
     """Whether a retryable failure is tried again (never for deterministic providers)."""
+    in_process: bool = False
+    """Whether the model runs inside the calling process (embedded, scripted): its limit guards
+    that process's copy, so it stays per process when episodes run on several workers."""
 
 
 ProviderFactory = Callable[[ModelRef, dict[str, Any]], ChatModel]

@@ -204,7 +204,7 @@ class LocalModel:
     """A GGUF model run in-process; calls are serialised on the model's lock in a thread."""
 
     # One CPU-bound model per process: one call at a time, and it costs nothing.
-    policy = ProviderPolicy(concurrency=1, free=True)
+    policy = ProviderPolicy(concurrency=1, free=True, in_process=True)
 
     def __init__(self, ref: ModelRef):
         self.name = ref.id
@@ -246,6 +246,3 @@ class LocalModel:
             ),
             model=self.name,
         )
-
-
-

@@ -16,7 +16,7 @@ import weakref
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 from pydantic import Field, RootModel, TypeAdapter
@@ -181,7 +181,7 @@ class ManagedModel:
             cached.usage.cached_calls = cached.usage.calls
             return cached
         policy = self.runtime.policy
-        limiter = self.runtime.limiter(self.limit_key, self.limit)
+        limiter = self.runtime.limiter(self.limit_key, self.limit, self.policy.in_process)
         for attempt in range(policy.max_retries + 1):
             try:
                 async with limiter, asyncio.timeout(policy.timeout_s):
@@ -200,7 +200,13 @@ class ManagedModel:
                 if not (error.retryable and self.policy.retry) or attempt == policy.max_retries:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     raise ModelError(f"{self.role} model {error}{tries}") from None
-                await asyncio.sleep(policy.delay(attempt, error.retry_after))
+                delay = await self.runtime.retry_delay(
+                    self.limit_key, policy.delay(attempt, error.retry_after)
+                )
+                if delay is None:
+                    spent = "the endpoint's retry budget is spent"
+                    raise ModelError(f"{self.role} model {error} ({spent})") from None
+                await asyncio.sleep(delay)
         usage = completion.usage
         usage.latency_s = latency
         usage.cost_usd = self.runtime.prices.cost(
@@ -211,6 +217,14 @@ class ManagedModel:
         if self.cache:
             self.cache.put(key, completion)
         return completion
+
+
+class Limiter(Protocol):
+    """Holds one of an endpoint's call slots for the length of an `async with` block."""
+
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(self, *exc_info: Any) -> Any: ...
 
 
 @dataclass
@@ -251,12 +265,20 @@ class ModelRuntime:
             if hasattr(model.inner, "aclose"):
                 await model.inner.aclose()
 
-    def limiter(self, key: Any, limit: int) -> asyncio.Semaphore:
-        """The semaphore shared by every call to one provider endpoint in this event loop."""
+    def limiter(self, key: Any, limit: int, in_process: bool = False) -> Limiter:
+        """The semaphore shared by every call to one provider endpoint in this event loop
+        (`in_process`: the model runs in this process; a runtime shared by several processes
+        keeps such a limit per process)."""
         per_loop = self._limiters.setdefault(asyncio.get_running_loop(), {})
         if key not in per_loop:
             per_loop[key] = asyncio.Semaphore(limit)
         return per_loop[key]
+
+    async def retry_delay(self, key: Any, delay: float) -> float | None:
+        """Seconds to wait before retrying a failed call to an endpoint; None when no retry is
+        left. Here every call has its own `max_retries`; a runtime shared by several processes
+        also keeps one retry budget per endpoint."""
+        return delay
 
     def close(self) -> None:
         if self.cache is not None:

@@ -36,7 +36,9 @@ class ScriptedModel:
     """Answers with the first rule whose conditions hold and whose templates can be filled."""
 
     # Deterministic and free: nothing to cache or retry, no endpoint to protect.
-    policy = ProviderPolicy(concurrency=1_000_000, cache=False, free=True, retry=False)
+    policy = ProviderPolicy(
+        concurrency=1_000_000, cache=False, free=True, retry=False, in_process=True
+    )
 
     def __init__(self, script: Script, variables: dict[str, Any] | None = None, name: str = ""):
         self.script = script
@@ -179,4 +181,3 @@ def _text(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.2f}"
     return value if isinstance(value, str) else json.dumps(value)
-

@@ -10,6 +10,7 @@ node invalidates exactly the nodes downstream of it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import difflib
 import hashlib
 import time
@@ -239,16 +240,7 @@ async def execute(
         except BaseException as exc:
             raise _Skipped(node.id) from exc
         status.started = time.monotonic()
-        ctx = NodeContext(
-            base.store,
-            base.runtime,
-            base.tracer,
-            base.board,
-            base.pipeline_id,
-            node.id,
-            fresh=base.fresh,
-            config=base.config,
-        )
+        ctx = dataclasses.replace(base, node_id=node.id, key="")
         params = node.params.model_dump(mode="json", by_alias=True)
         try:
             if node.kind.always_run:

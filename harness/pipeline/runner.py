@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from harness import defaults
 from harness.defaults import MODEL_RETRIES, MODEL_TIMEOUT_S
 from harness.pipeline.dag import Execution, Plan, execute, plan
+from harness.pipeline.executors import check_executor
 from harness.pipeline.nodes import NodeContext
 from harness.pipeline.progress import Board
 from harness.specs.dag import Dag
@@ -48,6 +49,9 @@ class RunOptions:
     progress: bool | None = None  # None: when the output is a terminal
     # Told the pipeline's id and name as it starts: the id to resume with, should the process die.
     on_start: Callable[[str, str], None] | None = None
+    # Where `simulate` nodes play episodes: None leaves it to each node (default local).
+    executor: str | None = None
+    workers: int | None = None  # Ray workers (default: one per CPU of the Ray cluster)
 
 
 def model_runtime(options: RunOptions) -> ModelRuntime:
@@ -164,6 +168,8 @@ def run_pipeline(
     from harness.tracing import NO_TRACER, open_run_tracer
 
     pipeline = prepare(data, positions, source)
+    if options.executor is not None:
+        check_executor(options.executor)
     preflight(pipeline)
     config = {"source": str(source), "dag": data}
     pipeline_id = pipeline_id or new_id("dag-")
@@ -188,7 +194,16 @@ def run_pipeline(
         resources.callback(_record, store, pipeline_id, execution)
         with Board(enabled=options.progress) as board:
             base = NodeContext(
-                store, runtime, tracer, board, pipeline_id, "", fresh=options.fresh, config=config
+                store,
+                runtime,
+                tracer,
+                board,
+                pipeline_id,
+                "",
+                fresh=options.fresh,
+                config=config,
+                executor=options.executor,
+                workers=options.workers,
             )
 
             async def main() -> Execution:

@@ -5,7 +5,7 @@ upgrades older stores in place when it can (`UPGRADES`); any other store is refu
 rather than misread. SQLite keeps the version in `PRAGMA user_version`, PostgreSQL in the
 `harness_schema` table. `DIALECTS` is all that differs between the two: an autoincrement key,
 a float as wide as SQLite's REAL, text sorted byte by byte as SQLite sorts it, and an explicit
-`rowid` (SQLite has one implicitly) that orders rows set within the same second.
+`rowid` (SQLite has one implicitly) that keeps the sequence of rows set within the same second.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ DIALECTS: dict[str, dict[str, str]] = {
         "serial": "BIGSERIAL PRIMARY KEY",
         "real": "DOUBLE PRECISION",  # PostgreSQL's REAL has 24 bits: not SQLite's answers
         "rowid": "\n    rowid BIGSERIAL NOT NULL,",
-        "text": 'TEXT COLLATE "C"',  # byte order, as SQLite sorts (a locale's would not)
+        "text": 'TEXT COLLATE "C"',  # bytewise, as SQLite sorts (a locale would not)
     },
 }
 TABLES = frozenset(

@@ -36,6 +36,8 @@ class NodeContext:
     key: str = ""  # the node's cache key: what identifies its work
     fresh: bool = False  # start over instead of resuming an unfinished run of this key
     config: dict[str, Any] = field(default_factory=dict)  # the pipeline's resolved configuration
+    executor: str | None = None  # where `simulate` plays episodes (`local`, `ray`), if told
+    workers: int | None = None  # Ray workers (default: one per CPU of the cluster)
 
 
 Run = Callable[[Any, list[Any], NodeContext], Awaitable[NodeOutput]]

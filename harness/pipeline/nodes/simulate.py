@@ -2,28 +2,36 @@
 
 Episodes are stored one by one as they finish, under a run keyed by the node's content: a rerun
 after a crash finds that run and plays only the episodes it is missing (none lost, none twice).
-Workers pull from a queue, so memory stays flat however many episodes there are.
+Where they are played is the executor's business (`harness.pipeline.executors`: this process, or
+Ray workers); which executor plays them is not part of the node's key, since it changes nothing
+in what they give.
 """
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
+from harness.pipeline.executors import (
+    EpisodeJob,
+    EpisodeSetup,
+    Jobs,
+    check_executor,
+    make_executor,
+)
 from harness.pipeline.nodes import NodeContext, NodeKind, register
 from harness.pipeline.types import Episodes, Tasks
-from harness.sim.agent import check_agent, make_agent
-from harness.sim.episode import EpisodeSpec, episode_seed, run_episode
-from harness.sim.suite import TaskCase, check_variant
+from harness.sim.agent import check_agent
+from harness.sim.episode import episode_seed
+from harness.sim.suite import check_variant
 from harness.specs.agent import AgentVariant
 from harness.specs.base import Spec
 from harness.specs.load import Loaded, load_agent
 from harness.specs.overrides import Override
-from harness.traces.episodes import trace_view
-from harness.tracing import child_span
+from harness.tracing import SpanResult
+from harness.transcript import Transcript
 
 
 class SimulateParams(Spec):
@@ -40,15 +48,23 @@ class SimulateParams(Spec):
         description="Number of the first trial: a run from trial N plays seeds no run from 0 "
         "to N-1 played (fresh seeds for a held-out check).",
     )
-    concurrency: int = Field(default=8, ge=1, description="Episodes played at once.")
-
-
-class EpisodeFailed(Exception):
-    """Marks an episode's trace as failed; the transcript still holds the details."""
+    concurrency: int = Field(
+        default=8, ge=1, description="Episodes played at once (on each worker, on Ray)."
+    )
+    executor: Literal["local", "ray"] | None = Field(
+        default=None,
+        exclude=True,  # not part of the node's key: the episodes are the same wherever played
+        description="Where episodes are played: `local` (this process) or `ray` (Ray workers: "
+        "the cluster `RAY_ADDRESS` names, else a local Ray). `run-eval --executor` wins; "
+        "default local.",
+    )
 
 
 def load_variant(params: SimulateParams) -> Loaded[AgentVariant]:
-    """The agent variant the parameters name, checked (`check_agent`)."""
+    """The agent variant the parameters name, checked (`check_agent`); an executor that
+    cannot run here is refused with it."""
+    if params.executor is not None:
+        check_executor(params.executor, "simulate.executor")
     overrides = [Override.parse_in(o, "agent") for o in params.overrides]
     return check_agent(load_agent(Path(params.agent), overrides))
 
@@ -97,55 +113,33 @@ async def run(params: SimulateParams, inputs: list[Any], ctx: NodeContext) -> Ep
             variant.name, variant_hash, config, ctx.key, ctx.pipeline_id
         ).id
     done = ctx.store.episode_keys(run_id)
-    todo: asyncio.Queue[tuple[TaskCase, int]] = asyncio.Queue()
-    for case in tasks.cases:
-        for trial in range(params.first_trial, params.first_trial + params.trials):
-            if (case.task.id, trial) not in done:
-                todo.put_nowait((case, trial))
+    todo = [
+        EpisodeJob(case, trial, episode_seed(case.task.id, trial))
+        for case in tasks.cases
+        for trial in range(params.first_trial, params.first_trial + params.trials)
+        if (case.task.id, trial) not in done
+    ]
     tracker = ctx.board.track(ctx.node_id, len(tasks.cases) * params.trials)
     for _ in done:
         tracker.advance()
-    agent = make_agent(variant, ctx.runtime)
 
-    async def worker() -> None:
-        while not todo.empty():
-            case, trial = todo.get_nowait()
-            if ctx.store.has_episode(run_id, case.task.id, trial):  # another process played it
-                tracker.advance()
-                continue
-            seed = episode_seed(case.task.id, trial)
-            spec = EpisodeSpec(
-                task=case.task,
-                persona=case.persona,
-                agent=agent,
-                variant_hash=variant_hash,
-                initial_state=case.state,
-                trial=trial,
-                seed=seed,
-                runtime=ctx.runtime,
-            )
-            inputs = {
-                "task_id": case.task.id,
-                "persona": case.persona.name,
-                "trial": trial,
-                "seed": seed,
-            }
-            with child_span(
-                "harness.episode", inputs, {"task_id": case.task.id, "trial": trial}
-            ) as episode:
-                transcript = await run_episode(spec)
-                episode.output = trace_view(transcript)
-                if transcript.error is not None:
-                    episode.error = EpisodeFailed(
-                        f"{transcript.error.side}: {transcript.error.message}"
-                    )
-            ctx.store.add_episode(run_id, transcript, episode.trace_id, episode.call_id)
-            tracker.advance(error=transcript.error is not None, usage=transcript.usage)
+    def stored_meanwhile(job: EpisodeJob) -> bool:  # by another process playing this run
+        if ctx.store.has_episode(run_id, job.case.task.id, job.trial):
+            tracker.advance()
+            return True
+        return False
 
+    def finished(job: EpisodeJob, transcript: Transcript, span: SpanResult) -> None:
+        ctx.store.add_episode(run_id, transcript, span.trace_id, span.call_id)
+        tracker.advance(error=transcript.error is not None, usage=transcript.usage)
+
+    jobs = Jobs(todo, stored_meanwhile, finished)
+    setup = EpisodeSetup(variant, variant_hash, ctx.runtime, params.concurrency)
+    executor = make_executor(ctx.executor or params.executor or "local", ctx.workers)
     attributes = {"run_id": run_id, "variant": variant.name, "variant_hash": variant_hash}
     span_inputs = {"run_id": run_id, "tasks": len(tasks.cases), "trials": params.trials}
     with ctx.tracer.span("harness.evaluation", span_inputs, attributes) as evaluation:
-        await asyncio.gather(*(worker() for _ in range(params.concurrency)))
+        await executor.play(jobs, setup)
         if evaluation is not None:
             evaluation.output = {"episodes": tracker.completed, "errors": tracker.errors}
     ctx.store.finish_run(run_id)

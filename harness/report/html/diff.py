@@ -15,7 +15,7 @@ ABSENT = object()
 class StateChange(BaseModel):
     """One state path whose value the episode changed, added or removed."""
 
-    path: str = Field(description="Dotted path of the value (`orders.O-1004.status`).")
+    path: str = Field(description="Dotted path of the value (`tickets.T-1004.status`).")
     before: str | None = Field(description="The start value as JSON; None when it was absent.")
     after: str | None = Field(description="The final value as JSON; None when it was removed.")
 
