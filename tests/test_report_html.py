@@ -264,7 +264,9 @@ def test_trends_show_weekly_pass_rates_the_gate_decisions_and_cost(tmp_path: Pat
         # the run's tasks were never files: the page says so and shows the final state
         assert "the run recorded no task files" in page.inner_text("#run-0")
         page.locator("#episodes-0 details.ep summary").first.click()
-        assert "The start state is unknown" in page.inner_text("#episodes-0 details.ep[open]")
+        opened = page.locator("#episodes-0 details.ep[open]")
+        opened.locator(".chat").wait_for()  # the body is filled in when the episode opens
+        assert "The start state is unknown" in opened.inner_text()
         page.locator("#trends").scroll_into_view_if_needed()
         page.screenshot(path=tmp_path / "trends.png", full_page=True)
     assert browser.errors == []
