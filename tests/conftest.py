@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,37 @@ def run_harness(*args: str, cwd: Path = ROOT, **env: str) -> subprocess.Complete
         env={**os.environ, **env},
         timeout=180,
     )
+
+
+def scripted_eval(
+    store: Path, agent: str, *extra: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`run-eval` of the support suite with the scripted agent and judge into `store`, tracing
+    off; it must succeed."""
+    done = run_harness(
+        "run-eval",
+        "--tasks",
+        "tasks/support",
+        "--agent",
+        agent,
+        "--set",
+        SCRIPTED,
+        "--judge-model",
+        JUDGE,
+        "--store",
+        store,
+        "--no-traces",
+        *extra,
+        **env,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def newest_run(store: Path) -> str:
+    """The id of the run stored last."""
+    with sqlite3.connect(store) as db:
+        return db.execute("SELECT id FROM runs ORDER BY created_at DESC, id DESC").fetchone()[0]
 
 
 @pytest.fixture

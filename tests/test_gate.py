@@ -11,30 +11,12 @@ import pytest
 import yaml
 from junitparser import Error, Failure, JUnitXml
 
-from tests.conftest import JUDGE, ROOT, SCRIPTED, run_harness
+from tests.conftest import JUDGE, ROOT, SCRIPTED, newest_run, run_harness, scripted_eval
 
 
 def eval_run(store: Path, agent: str, *extra: str) -> str:
-    done = run_harness(
-        "run-eval",
-        "--tasks",
-        "tasks/support",
-        "--agent",
-        agent,
-        "--set",
-        SCRIPTED,
-        "--judge-model",
-        JUDGE,
-        "--trials",
-        "2",
-        "--store",
-        store,
-        "--no-traces",
-        *extra,
-    )
-    assert done.returncode == 0, done.stderr
-    with sqlite3.connect(store) as db:
-        return db.execute("SELECT id FROM runs ORDER BY created_at DESC, id DESC").fetchone()[0]
+    scripted_eval(store, agent, "--trials", "2", *extra)
+    return newest_run(store)
 
 
 @pytest.fixture(scope="module")
@@ -390,24 +372,8 @@ def suites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     store = tmp_path_factory.mktemp("suites") / "results.db"
 
     def play(agent: str, *extra: str) -> str:
-        done = run_harness(
-            "run-eval",
-            "--tasks",
-            "tasks/support",
-            "--agent",
-            agent,
-            "--set",
-            SCRIPTED,
-            "--judge-model",
-            JUDGE,
-            "--store",
-            store,
-            "--no-traces",
-            *extra,
-        )
-        assert done.returncode == 0, done.stderr
-        with sqlite3.connect(store) as db:
-            return db.execute("SELECT id FROM runs ORDER BY created_at DESC, id DESC").fetchone()[0]
+        scripted_eval(store, agent, *extra)
+        return newest_run(store)
 
     runs = {
         "store": store,

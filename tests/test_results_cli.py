@@ -15,29 +15,14 @@ import pytest
 import yaml
 
 from harness.store import Store
-from tests.conftest import JUDGE, ROOT, SCRIPTED, run_harness
+from tests.conftest import ROOT, run_harness, scripted_eval
 
 BASELINE = "agents/support-baseline.yaml"
 CAREFUL = "agents/support-careful.yaml"
 
 
 def run_eval_json(store: Path, agent: str) -> tuple[subprocess.CompletedProcess[str], dict]:
-    done = run_harness(
-        "run-eval",
-        "--tasks",
-        "tasks/support",
-        "--agent",
-        agent,
-        "--set",
-        SCRIPTED,
-        "--judge-model",
-        JUDGE,
-        "--store",
-        store,
-        "--no-traces",
-        "--json",
-    )
-    assert done.returncode == 0, done.stderr
+    done = scripted_eval(store, agent, "--json")
     return done, json.loads(done.stdout)
 
 

@@ -75,7 +75,6 @@ class HarnessAdapter:
     spent_usd: float = 0.0
     episodes_played: int = 0
     seconds: dict[str, float] = field(default_factory=dict)  # wall time per node kind
-    evaluations: list[Evaluation] = field(default_factory=list)
 
     def evaluate(
         self, batch: list[str], candidate: dict[str, str], capture_traces: bool = False
@@ -120,7 +119,6 @@ class HarnessAdapter:
         self.spent_usd += cost
         self.episodes_played += len(task_ids) * self.ctx.config.trials
         evaluation = Evaluation(ident, run_id, scores, cost, len(task_ids) * self.ctx.config.trials)
-        self.evaluations.append(evaluation)
         if self.ctx.recorder is not None:
             self.ctx.recorder.evaluated(evaluation, changed, texts, purpose)
         return evaluation, episodes

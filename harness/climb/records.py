@@ -133,10 +133,10 @@ class ClimbRecorder:
 
     def invalid(self, texts: dict[str, str], reason: str) -> None:
         """A proposal the variant cannot take is kept too, with why (it scores 0)."""
-        ident = "invalid-" + candidate_id({"texts": texts})[:8]
+        ident = self.ident(texts)
         parent_id, parent_texts = self.parent
-        changed = diff(parent_texts, texts)
-        self.store.add_candidate(self.climb_id, ident, parent_id, {}, changed, "invalid", reason)
+        difference = diff(parent_texts, texts)
+        self.store.add_candidate(self.climb_id, ident, parent_id, {}, difference, "invalid", reason)
         self.progress(f"candidate {ident}: not playable ({reason})")
 
     def ident(self, texts: dict[str, str]) -> str:

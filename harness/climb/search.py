@@ -40,7 +40,6 @@ class SearchResult:
     """What the search found before acceptance."""
 
     climb_id: str
-    workdir: Path
     split: Split
     best: dict[str, Any]  # the best candidate's changes to production ({} when none won)
     lineage: list[str]  # candidate ids from production to the best
@@ -146,7 +145,6 @@ def search(
     best = changes(result.best_candidate, seed, config.components)
     found = SearchResult(
         climb_id=climb_id,
-        workdir=workdir,
         split=split,
         best=best,
         lineage=_lineage(result, seed, config),

@@ -125,7 +125,8 @@ def suite_stamp(paths: list[Path], personas_dir: Path | None) -> tuple[Any, ...]
     files = spec_files(paths)
     folders = {personas_dir} if personas_dir else {find_personas_dir(f) for f in _parents(files)}
     listed = [*files, *(p for d in folders if d is not None for p in sorted(d.glob("*.y*ml")))]
-    return tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in listed)
+    stats = [(str(f), f.stat()) for f in listed]
+    return tuple((name, stat.st_mtime_ns, stat.st_size) for name, stat in stats)
 
 
 def _parents(files: list[Path]) -> list[Path]:

@@ -23,13 +23,14 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.tracing.clients import LOCAL_ENTITY, LOCAL_PROJECT
 from harness.tracing.local_db import LocalTraceDb, micros, op_short
 from harness.tracing.spans import Tracer
 
 if TYPE_CHECKING:
     from weave.trace.weave_client import WeaveClient
 
-PROJECT_ID = "local/harness"
+PROJECT_ID = f"{LOCAL_ENTITY}/{LOCAL_PROJECT}"
 # The digest weave 0.54 gives an op named by a string (`client.create_call("name", ...)`): the
 # same for every such op, so the local store lists them as weave recorded them.
 STRING_OP_DIGEST = "6jAV4T6F42RKlabeB2RO0BXkbFFPrKyU2yyQedpotB8"
@@ -54,6 +55,7 @@ _INSERT = (
     " started_at, ended_at, attributes, inputs, output, summary, exception, writer)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_ENDED_AT, _OUTPUT, _SUMMARY, _EXCEPTION = 8, 11, 12, 13  # their places in an _INSERT row
 _END = (
     "UPDATE calls SET ended_at = ?, output = ?, summary = ?, exception = ?"
     " WHERE project_id = ? AND id = ?"
@@ -173,7 +175,7 @@ class LocalTracer(Tracer):
         with self._lock:
             row = self._pending.get(span.id)
             if row is not None:
-                row[8], row[11], row[12], row[13] = values
+                row[_ENDED_AT], row[_OUTPUT], row[_SUMMARY], row[_EXCEPTION] = values
             else:
                 self._ends.append((*values, PROJECT_ID, span.id))
             self._backpressure()
