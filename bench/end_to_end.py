@@ -4,7 +4,8 @@ same run: 500 tasks x 4 agent turns = 2,000 model calls (find the customer, list
 the order, answer), the user played by a scripted persona, rule checks only.
 
 For each latency x concurrency setting it prints CPU milliseconds per model call net of
-start-up (the run's CPU less a one-task run's, over the calls in between; the bare client's less
+start-up (the run's CPU less the CPU of a run of a one-task suite, over the calls in between:
+loading the other 499 tasks counts as work, not start-up; the bare client's less
 a one-episode warm-up), the ratio to the bare client, efficiency (ideal time / wall time end to
 end, start-up included on both sides; the ideal being calls x latency / concurrency for 4
 dependent calls per episode), and peak RSS; then the one-task start-up time (wall time beyond
@@ -100,6 +101,8 @@ def make_workload(folder: Path, tasks: int, url: str) -> None:
     shutil.copy(ROOT / "tasks/support/data/desk.json", folder / "tasks/data/desk.json")
     for index in range(tasks):
         (folder / f"tasks/status-{index:04d}.yaml").write_text(task_yaml(index))
+    shutil.copytree(folder / "tasks/data", folder / "one-task/data")
+    (folder / "one-task/status-0000.yaml").write_text(task_yaml(0))
     (folder / "personas").mkdir()
     (folder / "personas/brief.yaml").write_text(PERSONA)
     (folder / "agent.yaml").write_text(AGENT.replace("URL", url))
@@ -125,8 +128,9 @@ def server_requests(url: str) -> int:
 def run_harness(folder: Path, tasks: int, concurrency: int, traced: bool) -> dict[str, float]:
     """`harness run-eval` in a child process: its wall time, CPU time and peak RSS."""
     out = folder / f"run-{tasks}-{concurrency}-{traced}-{time.monotonic_ns()}"
-    command = [sys.executable, "-m", "harness", "run-eval", "--tasks", "tasks"]
-    command += ["--agent", "agent.yaml", "--concurrency", str(concurrency), "--limit", str(tasks)]
+    suite = "tasks" if tasks > 1 else "one-task"  # a suite of one task, not one of 500
+    command = [sys.executable, "-m", "harness", "run-eval", "--tasks", suite]
+    command += ["--agent", "agent.yaml", "--concurrency", str(concurrency)]
     command += ["--store", str(out / "results.db"), "--no-cache", "--judge-model", "local/none"]
     command += ["--traces", str(out / "traces.db")] if traced else ["--no-traces"]
     started = time.perf_counter()

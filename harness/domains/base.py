@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 import inspect
 import json
@@ -16,6 +15,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from harness.registry import Registry
+from harness.specs.located import copy_data
 from harness.tracing import child_span
 from harness.transcript import ToolSpec
 
@@ -136,7 +136,7 @@ class Environment:
     _tools: ClassVar[dict[str, _Tool | _DataTool]]
 
     def __init__(self, state: dict[str, Any]):
-        self.state: dict[str, Any] = copy.deepcopy(state)
+        self.state: dict[str, Any] = copy_data(state)  # the caller's state is never changed
         self.done = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -7,6 +7,8 @@ positions are found again from the text only when a problem needs them.
 
 from __future__ import annotations
 
+import copy
+import datetime
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
@@ -192,7 +194,7 @@ def read_yaml(path: Path) -> tuple[Any, Positions]:
             seen = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
         if seen is not None and key in cache and cache[key][0] == seen:
             _, text, data = cache[key]
-            return _copy(data), Positions(lambda: _positions(text, source))
+            return copy_data(data), Positions(lambda: _positions(text, source))
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -202,7 +204,7 @@ def read_yaml(path: Path) -> tuple[Any, Positions]:
     data = parse_yaml(text, source)
     if cache is not None and seen is not None:
         cache[key] = (seen, text, data)
-        data = _copy(data)
+        data = copy_data(data)
     return data, Positions(lambda: _positions(text, source))
 
 
@@ -260,10 +262,16 @@ def _positions(text: str, source: str) -> dict[PathKey, Location]:
     }
 
 
-def _copy(data: Any) -> Any:
-    """A copy of parsed data (callers may change theirs; the parsed one is kept)."""
-    if type(data) is dict:
-        return {key: _copy(value) for key, value in data.items()}
-    if type(data) is list:
-        return [_copy(value) for value in data]
-    return data
+_IMMUTABLE = frozenset({str, int, float, bool, type(None), datetime.date, datetime.datetime})
+
+
+def copy_data(data: Any) -> Any:
+    """A deep copy of plain data (what YAML and JSON give): dicts and lists are copied, scalars
+    shared, anything else deep-copied. About three times as fast as `copy.deepcopy` on such
+    data, for copies made per task or per episode (a parsed file, an environment's state)."""
+    kind = type(data)
+    if kind is dict:
+        return {key: copy_data(value) for key, value in data.items()}
+    if kind is list:
+        return [copy_data(value) for value in data]
+    return data if kind in _IMMUTABLE else copy.deepcopy(data)
