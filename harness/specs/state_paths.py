@@ -12,6 +12,7 @@ fields) is accepted: only a field the model surely lacks is reported.
 from __future__ import annotations
 
 import collections.abc
+import functools
 import re
 import typing
 from typing import Any
@@ -46,13 +47,21 @@ def key_path(keys: tuple[str | int, ...]) -> str | None:
     return path
 
 
+@functools.lru_cache(maxsize=1024)
+def parse_jsonpath(path: str) -> Any:
+    """A parsed JSONPath (jsonpath-ng's extended grammar), parsed once per process: each parse
+    builds a parser (about a third of a millisecond), and every task that names a path has it
+    parsed when it is loaded, checked and graded. Raises what jsonpath-ng raises."""
+    from jsonpath_ng.ext import parse
+
+    return parse(path)
+
+
 def unknown_state_field(model: type[BaseModel], path: str) -> str | None:
     """Why `path` can select nothing in a state of `model` (a field it does not have), or None
     when it may select something, as far as the model tells."""
-    from jsonpath_ng.ext import parse
-
     try:
-        steps = _steps(parse(path))
+        steps = _steps(parse_jsonpath(path))
     except Exception:  # jsonpath-ng raises several types; the check reports a bad path itself
         return None
     current: Any = model

@@ -12,7 +12,7 @@ from harness.grading.result import Finding
 from harness.matching import partial_mismatches
 from harness.specs.checks import CheckBase, References
 from harness.specs.located import PathKey
-from harness.specs.state_paths import key_path
+from harness.specs.state_paths import key_path, parse_jsonpath
 from harness.transcript import Transcript
 
 
@@ -50,10 +50,8 @@ class StateCheck(CheckBase):
     @classmethod
     def _valid_path(cls, value: str | None) -> str | None:
         if value is not None:
-            from jsonpath_ng.ext import parse
-
             try:
-                parse(value)
+                parse_jsonpath(value)
             except Exception as exc:  # jsonpath-ng raises several exception types
                 raise ValueError(f"invalid JSONPath: {exc}") from None
         return value
@@ -97,10 +95,8 @@ def check_state(spec: StateCheck, transcript: Transcript, context: CheckContext)
             more = f" (+{len(mismatches) - 1} more)" if len(mismatches) > 1 else ""
             return Finding("fail", mismatches[0] + more)
         return Finding("pass", "final state matches")
-    from jsonpath_ng.ext import parse
-
     assert spec.path is not None
-    values = [match.value for match in parse(spec.path).find(transcript.final_state)]
+    values = [match.value for match in parse_jsonpath(spec.path).find(transcript.final_state)]
     if spec.exists is not None:
         found = bool(values)
         verb = "selects" if found else "selects nothing"
