@@ -28,11 +28,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("OPENAI_API_KEY", "bench-not-a-real-key")
 SETTINGS = {"50": (0.05, 100), "200": (0.2, 20)}  # latency (s), concurrency
 CALLS_PER_EPISODE = 4
+ROUNDS = 2  # interleaved rounds per setting; each figure is their median
 ENV = {
     **os.environ,
     "WANDB_MODE": "disabled",
@@ -226,10 +228,33 @@ def run_bare(url: str, episodes: int, concurrency: int) -> dict[str, float]:
     return {"wall": wall + time.perf_counter() - started, "cpu": cpu}
 
 
+def one_round(folder: Path, url: str, tasks: int, concurrency: int) -> dict[str, dict]:
+    """Each side once: wall time, CPU ms per call (net of start-up) and peak RSS; and the
+    one-task start-up, traced."""
+    calls = tasks * CALLS_PER_EPISODE
+    bare = run_bare(url, tasks, concurrency)
+    sides = {"bare openai client": {"wall": bare["wall"], "cpu": bare["cpu"] * 1000 / calls}}
+    one = {t: run_harness(folder, 1, concurrency, t) for t in (False, True)}
+    for traced in (False, True):
+        before = server_requests(url)
+        full = run_harness(folder, tasks, concurrency, traced)
+        made = server_requests(url) - before
+        if made != calls:
+            sys.exit(f"harness made {made} model calls, expected {calls}")
+        net = (full["cpu"] - one[traced]["cpu"]) * 1000 / (calls - CALLS_PER_EPISODE)
+        side = f"harness traces {'on' if traced else 'off'}"
+        sides[side] = {"wall": full["wall"], "cpu": net, "peak_mib": full["peak_mib"]}
+    sides["one task"] = {"wall": one[True]["wall"]}
+    return sides
+
+
 def main() -> None:
     tasks = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     calls = tasks * CALLS_PER_EPISODE
-    print(f"workload: {tasks} tasks x {CALLS_PER_EPISODE} agent turns = {calls} model calls")
+    print(
+        f"workload: {tasks} tasks x {CALLS_PER_EPISODE} agent turns = {calls} model calls; "
+        f"medians of {ROUNDS} interleaved rounds"
+    )
     print(
         f"{'setting':<12} {'side':<18} {'wall s':>7} {'CPU ms/call':>12} {'x client':>9} "
         f"{'efficiency':>11} {'peak MiB':>9}"
@@ -243,47 +268,42 @@ def main() -> None:
             server, url = start_server(folder, latency)
             try:
                 make_workload(folder, tasks, url)
-                ideal = -(-tasks // concurrency) * CALLS_PER_EPISODE * latency
-                bare = run_bare(url, tasks, concurrency)
-                bare_cpu = bare["cpu"] * 1000 / calls
-                rows = {"bare openai client": (bare, bare_cpu)}
-                one = {t: run_harness(folder, 1, concurrency, t) for t in (False, True)}
-                for traced in (False, True):
-                    before = server_requests(url)
-                    full = run_harness(folder, tasks, concurrency, traced)
-                    made = server_requests(url) - before
-                    if made != calls:
-                        sys.exit(f"harness made {made} model calls, expected {calls}")
-                    net = (full["cpu"] - one[traced]["cpu"]) * 1000 / (calls - CALLS_PER_EPISODE)
-                    rows[f"harness traces {'on' if traced else 'off'}"] = (full, net)
-                    peak = max(peak, full["peak_mib"])
-                    key = "traced" if traced else "untraced"
-                    if name == "50":
-                        summary[f"cpu_ratio_{key}"] = net / bare_cpu
-                        summary[f"efficiency_50_{key}"] = ideal / full["wall"]
-                    else:
-                        summary[f"efficiency_200_{key}"] = ideal / full["wall"]
-                summary[f"efficiency_{name}_client"] = ideal / bare["wall"]
-                if name == "200":
-                    summary["startup_s"] = one[True]["wall"] - CALLS_PER_EPISODE * latency
-                for side, (result, per_call) in rows.items():
-                    ratio = per_call / bare_cpu
-                    mib = f"{result['peak_mib']:9.0f}" if "peak_mib" in result else f"{'':>9}"
-                    print(
-                        f"{name + ' ms x ' + str(concurrency):<12} {side:<18} "
-                        f"{result['wall']:7.2f} {per_call:12.2f} {ratio:9.2f} "
-                        f"{ideal / result['wall']:11.2f} {mib}"
-                    )
+                rounds = [one_round(folder, url, tasks, concurrency) for _ in range(ROUNDS)]
             finally:
                 server.terminate()
                 server.wait()
+            sides = {
+                side: {k: median(r[side][k] for r in rounds) for k in rounds[0][side]}
+                for side in rounds[0]
+            }
+            ideal = -(-tasks // concurrency) * CALLS_PER_EPISODE * latency
+            bare_cpu = sides["bare openai client"]["cpu"]
+            for side, result in sides.items():
+                if side == "one task":
+                    continue
+                peak = max(peak, result.get("peak_mib", 0.0))
+                mib = f"{result['peak_mib']:9.0f}" if "peak_mib" in result else f"{'':>9}"
+                print(
+                    f"{name + ' ms x ' + str(concurrency):<12} {side:<18} "
+                    f"{result['wall']:7.2f} {result['cpu']:12.2f} {result['cpu'] / bare_cpu:9.2f} "
+                    f"{ideal / result['wall']:11.2f} {mib}"
+                )
+            efficiency = {side: ideal / result["wall"] for side, result in sides.items()}
+            if name == "50":
+                summary["cpu_ratio_traced"] = sides["harness traces on"]["cpu"] / bare_cpu
+                summary["cpu_ratio_untraced"] = sides["harness traces off"]["cpu"] / bare_cpu
+                summary["efficiency_50_vs_client"] = (
+                    efficiency["harness traces on"] / efficiency["bare openai client"]
+                )
+            else:
+                summary["efficiency_200"] = efficiency["harness traces on"]
+                summary["startup_s"] = sides["one task"]["wall"] - CALLS_PER_EPISODE * latency
     print(f"one-task run-eval, traced: {summary['startup_s']:.2f} s beyond its model calls")
-    relative = summary["efficiency_50_traced"] / summary["efficiency_50_client"]
     print(
         f"cpu_ratio_traced={summary['cpu_ratio_traced']:.2f} "
         f"cpu_ratio_untraced={summary['cpu_ratio_untraced']:.2f} "
-        f"efficiency_200={summary['efficiency_200_traced']:.2f} "
-        f"efficiency_50_vs_client={relative:.2f} "
+        f"efficiency_200={summary['efficiency_200']:.2f} "
+        f"efficiency_50_vs_client={summary['efficiency_50_vs_client']:.2f} "
         f"startup_s={summary['startup_s']:.2f} peak_mib={peak:.0f}"
     )
 

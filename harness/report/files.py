@@ -31,8 +31,6 @@ def write_reports(
     html: Path | None = None,
 ) -> list[Path]:
     """Write the files asked for (folders made as needed); the files written, in order."""
-    from harness.report.html import write_html_report
-
     written = []
     if markdown is not None:
         markdown.parent.mkdir(parents=True, exist_ok=True)
@@ -43,5 +41,7 @@ def write_reports(
         written.append(junit)
     runs = html_runs(contents)
     if html is not None and runs is not None:
+        from harness.report.html import write_html_report  # jinja2 and the pages: when asked
+
         written.append(write_html_report(store, *runs, html))
     return written
