@@ -186,15 +186,15 @@ def command_memo() -> dict[Any, Any] | None:
 def read_yaml(path: Path) -> tuple[Any, Positions]:
     """Parse a YAML file: its data, and the position of every key and list item (found only
     when asked for). Aliases are expanded within limits; an alias bomb is one error."""
-    source = display(path)
     cache, seen, key = _READ.get(), None, path.resolve()
     if cache is not None:
         with suppress(OSError):
             stat = key.stat()
             seen = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
         if seen is not None and key in cache and cache[key][0] == seen:
-            _, text, data = cache[key]
-            return copy_data(data), Positions(lambda: _positions(text, source))
+            _, text, data = cache[key]  # its name is worked out only if a position is asked for
+            return copy_data(data), Positions(lambda: _positions(text, display(path)))
+    source = display(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

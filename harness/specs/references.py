@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from harness.specs.kinds import expect_kind, read_mapping
-from harness.specs.located import Location, PathKey, SpecError, display, format_path, nearest
+from harness.specs.located import (
+    Location,
+    PathKey,
+    SpecError,
+    command_memo,
+    copy_data,
+    display,
+    format_path,
+    nearest,
+)
 from harness.specs.overrides import deep_merge
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -77,7 +86,23 @@ def read_extends(
 
 
 def read_json(path: Path) -> Any:
-    """Read a JSON data file, with the same located errors as YAML."""
+    """Read a JSON data file, with the same located errors as YAML; within one command
+    (`read_once`) an unchanged file is parsed once (every task of a suite may name the same
+    state file)."""
+    memo = command_memo()
+    if memo is None:
+        return _read_json(path)
+    try:
+        stat = path.stat()
+    except OSError:
+        return _read_json(path)  # its own located error
+    key = ("json", str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in memo:
+        memo[key] = _read_json(path)
+    return copy_data(memo[key])
+
+
+def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
