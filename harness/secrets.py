@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from functools import lru_cache
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 KEY_SHAPES = re.compile(
@@ -33,12 +34,17 @@ def mask_url_passwords(text: str) -> str:
 
 def secret_values(extra_names: tuple[str, ...] = ()) -> list[str]:
     """Values of environment variables that look like secrets (longest first)."""
+    return list(_secret_values(tuple(os.environ.items()), extra_names))
+
+
+@lru_cache(maxsize=8)  # the environment rarely changes; every stored row is redacted
+def _secret_values(environ: tuple[tuple[str, str], ...], extra_names: tuple[str, ...]) -> tuple:
     values = {
         value
-        for name, value in os.environ.items()
+        for name, value in environ
         if (SECRET_NAME.search(name) or name in extra_names) and len(value) >= 8
     }
-    return sorted(values, key=len, reverse=True)
+    return tuple(sorted(values, key=len, reverse=True))
 
 
 def redactor() -> Callable[[str], str]:

@@ -4,6 +4,9 @@ clients against the fake server on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import http.server
+import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -309,3 +312,84 @@ def test_a_model_without_a_price_is_named_in_its_usage(tmp_path: Path) -> None:
     total.add(unpriced.usage)
     total.add(priced.usage)
     assert total.unpriced == ["openai/fake-model"]
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Keeps each request's path, headers and body; answers one fixed chat completion."""
+
+    seen: list[tuple[str, dict[str, str], bytes]] = []
+    reply = json.dumps(
+        {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "fake-model",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "It is 21 degrees."},
+                }
+            ],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 5, "total_tokens": 14},
+        }
+    ).encode()
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["content-length"]))
+        self.seen.append((self.path, dict(self.headers), body))
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(self.reply)))
+        self.end_headers()
+        self.wfile.write(self.reply)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_the_provider_sends_the_bytes_the_sdks_create_sends(monkeypatch) -> None:
+    """The openai provider posts its wire body with the client's `post` (skipping `create`'s
+    parameter transform): the same path, body bytes and headers as `create` with that body."""
+    import openai
+
+    from harness.models.openai_provider import OpenAIModel
+    from harness.specs.agent import ModelRef
+    from harness.transcript import ToolCall
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/v1"
+    _Recorder.seen = []
+    messages = [
+        Message(role="system", content="Be brief."),
+        Message(role="user", content="What is the weather in Paris? 🌦 «quoted»"),
+        Message(
+            role="assistant",
+            content="",
+            tool_calls=[ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"})],
+        ),
+        Message(role="tool", tool_call_id="call_1", name="get_weather", content='{"temp": 21}'),
+    ]
+    try:
+        model = OpenAIModel(ModelRef(id="openai/fake-model", base_url=url))
+        completion = asyncio.run(model.complete(messages, TOOLS, CompletionParams(trial=3)))
+        sent = json.loads(_Recorder.seen[0][2])
+
+        async def through_create() -> None:
+            client = openai.AsyncOpenAI(base_url=url, max_retries=0)
+            await client.chat.completions.create(**sent)
+            await client.close()
+
+        asyncio.run(through_create())
+    finally:
+        server.shutdown()
+    assert completion.message.content == "It is 21 degrees." and completion.usage.input_tokens == 9
+    (path, headers, body), (create_path, create_headers, create_body) = _Recorder.seen
+    assert sent["messages"][2]["tool_calls"][0]["function"]["arguments"] == '{"city": "Paris"}'
+    assert (path, body) == (create_path, create_body)
+    varying = {"idempotency-key", "x-stainless-retry-count", "x-stainless-read-timeout"}
+    assert {k.lower(): v for k, v in headers.items() if k.lower() not in varying} == {
+        k.lower(): v for k, v in create_headers.items() if k.lower() not in varying
+    }

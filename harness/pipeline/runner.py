@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import gc
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -175,6 +176,9 @@ def run_pipeline(
     pipeline_id = pipeline_id or new_id("dag-")
     execution = Execution()
     with ExitStack() as resources:  # closed in reverse order, whatever happens
+        # What is loaded now lives as long as the run: the collector need not walk it again.
+        gc.freeze()
+        resources.callback(gc.unfreeze)
         store = Store(options.store)
         resources.callback(store.close)
         # Refused while another process runs this pipeline; released when this one ends.
