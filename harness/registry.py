@@ -7,16 +7,29 @@ project file's `plugins:`, so nothing is imported before it is needed. A name is
 
 from __future__ import annotations
 
+import functools
 import importlib
 import types
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoints
 
 T = TypeVar("T")
 
 
 class DuplicateEntry(ValueError):
     """A second, different entry under a name that is already taken."""
+
+
+@functools.cache
+def _entry_points() -> EntryPoints:
+    """Every installed entry point, read once per process: each `entry_points(group=...)` reads
+    the metadata of every installed distribution again, and there is one registry per kind."""
+    from importlib.metadata import entry_points
+
+    return entry_points()
 
 
 def source_of(entry: object) -> str:
@@ -59,9 +72,7 @@ class Registry(Generic[T]):
         for module in self._builtins:
             importlib.import_module(module)
         if self.group is not None:
-            from importlib.metadata import entry_points
-
-            for point in entry_points(group=self.group):
+            for point in _entry_points().select(group=self.group):
                 loaded = point.load()
                 if not isinstance(loaded, types.ModuleType):  # a module registers itself
                     self.register(point.name)(loaded)

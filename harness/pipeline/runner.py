@@ -17,7 +17,6 @@ from harness.defaults import MODEL_RETRIES, MODEL_TIMEOUT_S
 from harness.pipeline.dag import Execution, Plan, execute, plan
 from harness.pipeline.executors import check_executor
 from harness.pipeline.nodes import NodeContext
-from harness.pipeline.progress import Board
 from harness.specs.dag import Dag
 from harness.specs.kinds import read_mapping
 from harness.specs.load import Loaded
@@ -166,6 +165,7 @@ def run_pipeline(
 ) -> Outcome:
     """Plan, check (`preflight`) and execute a pipeline; its resolved configuration is stored
     with the execution. Nothing is written before the pipeline has passed its checks."""
+    from harness.pipeline.progress import Board  # rich: only for a run, not a check
     from harness.tracing import NO_TRACER, open_run_tracer
 
     pipeline = prepare(data, positions, source)

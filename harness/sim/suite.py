@@ -58,7 +58,19 @@ def find_personas_dir(start: Path) -> Path | None:
 
 
 def load_personas(folder: Path) -> dict[str, Persona]:
-    """Every persona file of a folder, by name."""
+    """Every persona file of a folder, by name; within one command (`read_once`), read once
+    while its files are unchanged (each task file checked on its own asks for them)."""
+    memo = command_memo()
+    if memo is None:
+        return _load_personas(folder)
+    key = ("personas", str(folder.resolve()))
+    stamp = suite_stamp([folder], folder)
+    if key not in memo or memo[key][0] != stamp:
+        memo[key] = (stamp, _load_personas(folder))
+    return dict(memo[key][1])
+
+
+def _load_personas(folder: Path) -> dict[str, Persona]:
     personas: dict[str, Persona] = {}
     problems: list[Problem] = []
     for path in spec_files([folder]):

@@ -13,21 +13,33 @@ from typing import Any
 
 import yaml
 
-from harness.specs.located import Location, PathKey, SpecError, format_path, relocate
+from harness.specs.located import (
+    Location,
+    PathKey,
+    SpecError,
+    copy_data,
+    format_path,
+    relocate,
+)
 
 
 def deep_merge(base: Any, override: Any) -> Any:
-    """Merge mappings recursively; anything else in `override` replaces; None deletes a key."""
+    """Merge mappings recursively; anything else in `override` replaces; None deletes a key.
+    Neither argument is changed: the result is a copy."""
     if not isinstance(base, dict) or not isinstance(override, dict):
-        return copy.deepcopy(override)
-    merged = copy.deepcopy(base)
+        return copy_data(override)
+    return _merge_into(copy_data(base), override)
+
+
+def _merge_into(merged: dict[Any, Any], override: dict[Any, Any]) -> dict[Any, Any]:
+    """`deep_merge` on a copy of the base that is already the caller's (copied once)."""
     for key, value in override.items():
         if value is None:
             merged.pop(key, None)
-        elif key in merged:
-            merged[key] = deep_merge(merged[key], value)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
+            _merge_into(merged[key], value)
         else:
-            merged[key] = copy.deepcopy(value)
+            merged[key] = copy_data(value)
     return merged
 
 
