@@ -43,7 +43,7 @@ class OpenAIModel(SdkModel):
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams
     ) -> Completion:
-        request: dict[str, Any] = {  # in `create`'s order, so the bytes are the same
+        request: dict[str, Any] = {  # keys placed as `create` places them: the same bytes
             "model": self.model,
             "messages": to_wire_messages(messages),
             "max_tokens": params.max_tokens,
