@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import typing
 from collections.abc import Iterator
 from pathlib import Path
@@ -245,6 +246,57 @@ def test_a_run_records_without_importing_weave(tmp_path: Path) -> None:
         assert episode.summary["status_counts"] == {"success": 2, "error": 0}
     finally:
         Tracer(client).close()
+
+
+def test_spans_ended_after_their_rows_are_written_read_back_whole(tmp_path: Path) -> None:
+    """Rows go many to a statement, and the end of a span whose row is written already is
+    applied to that row: 300 spans open across a write, ended after it, read back once each."""
+    tracer = open_run_tracer(None, tmp_path / "traces.db")
+    with tracer.span("harness.evaluation", {"suite": "s"}, ATTRIBUTES) as root:
+        spans = [tracer.start("harness.turn", {"index": i}, parent=root) for i in range(300)]
+        tracer.flush()  # written while open
+        for index, span in enumerate(spans[:200]):
+            tracer.end(span, {"said": f"turn {index}"})
+        tracer.flush()
+        for index, span in enumerate(spans[200:], start=200):
+            tracer.end(span, exception=ValueError(f"turn {index} failed"))
+    tracer.close()
+    client = open_local_client(tmp_path / "traces.db")
+    try:
+        calls = {c.inputs.get("index", "root"): c for c in client.get_calls()}
+    finally:
+        Tracer(client).close()
+    assert len(calls) == 301
+    assert calls[7].output == {"said": "turn 7"} and calls[7].ended_at is not None
+    assert calls[7].parent_id == calls["root"].id
+    assert calls[250].exception is not None and "turn 250 failed" in calls[250].exception
+    assert calls["root"].summary["status_counts"] == {"success": 201, "error": 100}
+
+
+def test_an_unwritable_trace_store_ends_the_run_with_one_error_not_a_hang(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The writer meets a store it cannot write: spans stop being recorded (none wait for the
+    writer), and closing the tracer says which store and why."""
+    from harness.tracing import local_writer
+
+    monkeypatch.setattr(local_writer, "MAX_PENDING", 20)  # spans would wait for the writer
+    store = tmp_path / "traces.db"
+    tracer = open_run_tracer(None, store)
+    tracer.end(tracer.start("harness.turn", {"index": 0}), "first")
+    tracer.flush()
+    sqlite3.connect(store).execute("DROP TABLE calls")  # what a broken store looks like
+
+    def spans() -> None:  # more than MAX_PENDING, long after the writer failed
+        for index in range(200):
+            tracer.end(tracer.start("harness.turn", {"index": index}), "more")
+
+    recording = threading.Thread(target=spans, daemon=True)
+    recording.start()
+    recording.join(timeout=30)
+    assert not recording.is_alive(), "a span waited for a writer that had stopped"
+    with pytest.raises(RuntimeError, match=r"traces could not be written to .*traces\.db: .*calls"):
+        tracer.close()
 
 
 def test_call_end_before_call_start_is_stored(tmp_path: Path) -> None:

@@ -124,19 +124,13 @@ class LocalTraceDb:
         )
         self._db.execute("DELETE FROM writers WHERE id = ?", (writer,))
 
-    def _write_batch(
-        self,
-        insert: str,
-        rows: Sequence[Sequence[Any]],
-        update: str,
-        updates: Sequence[Sequence[Any]],
-    ) -> None:
-        """Insert rows, then apply updates, in one transaction (for `local_writer`, which
-        writes without a weave client: not part of the trace-server interface)."""
+    def _write_batch(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Run statements with their values, in order, in one transaction (for `local_writer`,
+        which writes without a weave client: not part of the trace-server interface)."""
 
         def work(db: sqlite3.Connection) -> None:
-            db.executemany(insert, rows)
-            db.executemany(update, updates)
+            for statement, values in statements:
+                db.execute(statement, values)
 
         with self._lock:
             write(self._db, work)

@@ -18,6 +18,7 @@ import platform
 import sys
 import threading
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -52,14 +53,21 @@ MAX_PENDING = 2000  # rows waiting for the writer before a span waits for it
 
 _INSERT = (
     "INSERT INTO calls (project_id, id, trace_id, parent_id, op_name, op_short, display_name,"
-    " started_at, ended_at, attributes, inputs, output, summary, exception, writer)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " started_at, ended_at, attributes, inputs, output, summary, exception, writer) VALUES ",
+    "",
 )
 _ENDED_AT, _OUTPUT, _SUMMARY, _EXCEPTION = 8, 11, 12, 13  # their places in an _INSERT row
+# The end of a span whose row is written already (an upsert: one statement for many rows).
 _END = (
-    "UPDATE calls SET ended_at = ?, output = ?, summary = ?, exception = ?"
-    " WHERE project_id = ? AND id = ?"
+    "INSERT INTO calls (ended_at, output, summary, exception, project_id, id) VALUES ",
+    " ON CONFLICT (project_id, id) DO UPDATE SET ended_at = excluded.ended_at,"
+    " output = excluded.output, summary = excluded.summary, exception = excluded.exception",
 )
+# SQLite's module lets other threads run while each statement executes, so a row per statement
+# handed the interpreter back and forth between the writer and the run at every row, which cost
+# more CPU than writing the rows: rows go many to a statement, within the 999 variables of
+# older SQLite builds.
+MAX_VARIABLES = 999
 
 
 @dataclass(eq=False)
@@ -90,6 +98,7 @@ class LocalTracer(Tracer):
         self._pending: dict[str, list[Any]] = {}  # id -> row, not yet inserted
         self._ends: list[tuple[Any, ...]] = []  # ends of spans already inserted
         self._stop = False
+        self._failure: Exception | None = None  # why the store could not be written
         self._write_lock = threading.Lock()  # batches are written in the order they were taken
         self._writer = threading.Thread(target=self._write_loop, name="trace-writer", daemon=True)
         self._writer.start()
@@ -117,7 +126,7 @@ class LocalTracer(Tracer):
         parent: Any = None,
         display_name: str | None = None,
     ) -> LocalSpan | None:
-        if not self.enabled:
+        if not self.enabled or self._failure is not None:
             return None
         span_id = new_id()
         span = LocalSpan(span_id, parent.trace_id if parent else new_id(), parent)
@@ -160,7 +169,7 @@ class LocalTracer(Tracer):
         return cached
 
     def end(self, span: Any, output: Any = None, exception: BaseException | None = None) -> None:
-        if not self.enabled or span is None:
+        if not self.enabled or span is None or self._failure is not None:
             return
         span.counts["error" if exception else "success"] += 1
         if isinstance(span.parent, LocalSpan):  # weave sums a call's children into its summary
@@ -196,12 +205,23 @@ class LocalTracer(Tracer):
             self._stop = True
             self._lock.notify()
         self._writer.join()
-        self.flush()
+        if self._failure is None:
+            try:
+                self.flush()
+            except Exception as exc:  # said below, once the store is closed
+                self._failure = exc
         if self._reader is not None:
             Tracer(self._reader).close()
             self._reader = None
-        self.db.close()
+        try:
+            self.db.close()  # closes the calls left open
+        except Exception as exc:
+            self._failure = self._failure or exc
         self.enabled = False
+        if self._failure is not None:
+            raise RuntimeError(
+                f"traces could not be written to {self.store}: {self._failure}"
+            ) from self._failure
 
     def _backpressure(self) -> None:
         """Called holding the lock: wake the writer, and wait for it when far behind (a long
@@ -209,14 +229,26 @@ class LocalTracer(Tracer):
         waiting = len(self._pending) + len(self._ends)
         if waiting >= MAX_PENDING:
             self._lock.notify()
-            self._lock.wait_for(lambda: len(self._pending) + len(self._ends) < MAX_PENDING // 2)
+            self._lock.wait_for(
+                lambda: (
+                    len(self._pending) + len(self._ends) < MAX_PENDING // 2
+                    or self._failure is not None
+                )
+            )
 
     def _write_loop(self) -> None:
         while True:
             with self._lock:
                 self._lock.wait(BATCH_SECONDS)
                 stop = self._stop
-            self._write_batch()
+            try:
+                self._write_batch()
+            except Exception as exc:  # an unwritable store: the run goes on, `close` says so
+                with self._lock:
+                    self._failure = exc
+                    self._pending, self._ends = {}, []
+                    self._lock.notify_all()
+                return
             if stop:
                 return
 
@@ -228,7 +260,24 @@ class LocalTracer(Tracer):
                 self._pending, self._ends = {}, []
                 self._lock.notify_all()
             if rows or ends:
-                self.db._write_batch(_INSERT, rows, _END, ends)
+                self.db._write_batch([*_statements(_INSERT, rows), *_statements(_END, ends)])
+
+
+def _statements(
+    statement: tuple[str, str], rows: Sequence[Sequence[Any]]
+) -> list[tuple[str, list[Any]]]:
+    """Multi-row statements (`statement` is the text before and after the rows' VALUES) with
+    their values."""
+    if not rows:
+        return []
+    row = "(" + ", ".join(["?"] * len(rows[0])) + ")"
+    size = MAX_VARIABLES // len(rows[0])
+    found = []
+    for start in range(0, len(rows), size):
+        chunk = rows[start : start + size]
+        text = statement[0] + ", ".join([row] * len(chunk)) + statement[1]
+        found.append((text, [value for values in chunk for value in values]))
+    return found
 
 
 def new_id() -> str:
