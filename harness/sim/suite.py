@@ -51,7 +51,8 @@ class TaskCase:
 
 def find_personas_dir(start: Path) -> Path | None:
     """The nearest `personas/` folder in the task's folder or one of its parents."""
-    for folder in [start.resolve().parent, *start.resolve().parents]:
+    resolved = start.resolve()
+    for folder in [resolved.parent, *resolved.parents]:
         if (folder / "personas").is_dir():
             return folder / "personas"
     return None
@@ -64,7 +65,7 @@ def load_personas(folder: Path) -> dict[str, Persona]:
     if memo is None:
         return _load_personas(folder)
     key = ("personas", str(folder.resolve()))
-    stamp = suite_stamp([folder], folder)
+    stamp = files_stamp(spec_files([folder]))
     if key not in memo or memo[key][0] != stamp:
         memo[key] = (stamp, _load_personas(folder))
     return dict(memo[key][1])
@@ -137,7 +138,12 @@ def suite_stamp(paths: list[Path], personas_dir: Path | None) -> tuple[Any, ...]
     files = spec_files(paths)
     folders = {personas_dir} if personas_dir else {find_personas_dir(f) for f in _parents(files)}
     listed = [*files, *(p for d in folders if d is not None for p in sorted(d.glob("*.y*ml")))]
-    stats = [(str(f), f.stat()) for f in listed]
+    return files_stamp(listed)
+
+
+def files_stamp(files: list[Path]) -> tuple[Any, ...]:
+    """The name, modification time and size of each file: what says they are unchanged."""
+    stats = [(str(f), f.stat()) for f in files]
     return tuple((name, stat.st_mtime_ns, stat.st_size) for name, stat in stats)
 
 
