@@ -385,6 +385,7 @@ def test_the_provider_sends_the_bytes_the_sdks_create_sends(monkeypatch) -> None
         asyncio.run(through_create())
     finally:
         server.shutdown()
+        server.server_close()
     assert completion.message.content == "It is 21 degrees." and completion.usage.input_tokens == 9
     (path, headers, body), (create_path, create_headers, create_body) = _Recorder.seen
     assert sent["messages"][2]["tool_calls"][0]["function"]["arguments"] == '{"city": "Paris"}'
