@@ -13,7 +13,7 @@ its 4 model calls). The last line is machine-readable.
 
 The client is there twice: as users call it (`chat.completions.create`), which the targets are
 measured against, and posting the same bodies with `client.post`, the route the harness takes
-(`harness/models/openai_provider.py`: it skips `create`'s parameter transform, a quarter of the
+(`harness/models/openai_provider.py`: it skips `create`'s parameter transform, 40 to 45% of the
 client's CPU). Against the second, the ratios are the harness's own cost over the same route.
 
 Run: python bench/end_to_end.py [tasks]

@@ -22,7 +22,7 @@ from harness.specs.located import (
     PathKey,
     Problem,
     SpecError,
-    command_memo,
+    built_once,
     display,
     format_path,
     under,
@@ -61,14 +61,12 @@ def find_personas_dir(start: Path) -> Path | None:
 def load_personas(folder: Path) -> dict[str, Persona]:
     """Every persona file of a folder, by name; within one command (`read_once`), read once
     while its files are unchanged (each task file checked on its own asks for them)."""
-    memo = command_memo()
-    if memo is None:
-        return _load_personas(folder)
-    key = ("personas", str(folder.resolve()))
-    stamp = files_stamp(spec_files([folder]))
-    if key not in memo or memo[key][0] != stamp:
-        memo[key] = (stamp, _load_personas(folder))
-    return dict(memo[key][1])
+    personas = built_once(
+        ("personas", str(folder.resolve())),
+        lambda: files_stamp(spec_files([folder])),
+        lambda: _load_personas(folder),
+    )
+    return dict(personas)
 
 
 def _load_personas(folder: Path) -> dict[str, Persona]:
@@ -114,9 +112,6 @@ def load_suite(
 
     Within one command (`read_once`) a suite is built once: planning, the preflight check and
     the run (and every evaluation of a climb) share it while its files are unchanged."""
-    memo = command_memo()
-    if memo is None:
-        return _load_suite(task_files(paths), paths, personas_dir, overrides, persona_overrides)
     key = (
         "suite",
         tuple(map(str, paths)),
@@ -124,11 +119,11 @@ def load_suite(
         tuple(map(repr, overrides or [])),
         tuple(map(repr, persona_overrides or [])),
     )
-    stamp = suite_stamp(paths, personas_dir)
-    if key in memo and memo[key][0] == stamp:
-        return list(memo[key][1])
-    cases = _load_suite(task_files(paths), paths, personas_dir, overrides, persona_overrides)
-    memo[key] = (stamp, cases)
+    cases = built_once(
+        key,
+        lambda: suite_stamp(paths, personas_dir),
+        lambda: _load_suite(task_files(paths), paths, personas_dir, overrides, persona_overrides),
+    )
     return list(cases)
 
 

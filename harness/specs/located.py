@@ -14,7 +14,7 @@ from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from yaml.parser import ParserError
@@ -162,6 +162,7 @@ _READ: ContextVar[dict[Path, tuple[tuple[int, ...], str, Any]] | None] = Context
 )
 
 
+_T = TypeVar("_T")
 _MEMO: ContextVar[dict[Any, Any] | None] = ContextVar("harness_command_memo", default=None)
 
 
@@ -181,6 +182,18 @@ def read_once() -> Iterator[None]:
 def command_memo() -> dict[Any, Any] | None:
     """A dict that lives as long as the `read_once` block (one command); None outside one."""
     return _MEMO.get()
+
+
+def built_once(key: Any, stamp: Callable[[], Any], build: Callable[[], _T]) -> _T:
+    """What `build` makes from files, made once per command while `stamp()` (what says the
+    files are unchanged) stays the same; made every time outside a `read_once` block."""
+    memo = command_memo()
+    if memo is None:
+        return build()
+    current = stamp()
+    if key not in memo or memo[key][0] != current:
+        memo[key] = (current, build())
+    return memo[key][1]
 
 
 def read_yaml(path: Path) -> tuple[Any, Positions]:

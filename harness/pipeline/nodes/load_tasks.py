@@ -21,7 +21,7 @@ from harness.pipeline.nodes import (
 from harness.pipeline.types import Tasks
 from harness.sim.suite import TaskCase, load_suite, suite_stamp
 from harness.specs.base import Spec
-from harness.specs.located import Location, SpecError, command_memo
+from harness.specs.located import Location, SpecError, built_once
 from harness.specs.overrides import Override
 
 
@@ -97,15 +97,12 @@ def load_task_set(params: LoadTasksParams, where: str = "load_tasks") -> Tasks:
     """The task set the parameters describe (also used to re-grade a stored run); within one
     command, built once while its files are unchanged (planning, the preflight check and the
     node itself ask for it)."""
-    memo = command_memo()
-    if memo is None:
-        return _task_set(params, where)
     paths = [Path(p) for p in params.paths]
-    stamp = suite_stamp(paths, Path(params.personas) if params.personas else None)
-    key = ("tasks", params.model_dump_json())
-    if key not in memo or memo[key][0] != stamp:
-        memo[key] = (stamp, _task_set(params, where))
-    return memo[key][1]
+    return built_once(
+        ("tasks", params.model_dump_json()),
+        lambda: suite_stamp(paths, Path(params.personas) if params.personas else None),
+        lambda: _task_set(params, where),
+    )
 
 
 def _task_set(params: LoadTasksParams, where: str) -> Tasks:
