@@ -212,7 +212,8 @@ def paired_keys(a: GradedEpisodes, b: GradedEpisodes) -> tuple[list[Key], set[Ke
     return sorted(shared - errored), errored
 
 
-def _rate(outcomes: dict[str, list[bool]]) -> PassRate:
+def pass_rate(outcomes: dict[str, list[bool]]) -> PassRate:
+    """The pass rate of graded outcomes by task, with its interval counting tasks."""
     flat = [o for trials in outcomes.values() for o in trials]
     interval = task_wilson_interval(outcomes)
     return PassRate(
@@ -261,7 +262,7 @@ def pass_hat_ks(a: dict[str, list[bool]], b: dict[str, list[bool]]) -> list[Pass
 
 
 def _run_rate(side: GradedEpisodes, outcomes: dict[str, list[bool]]) -> RunPassRate:
-    return RunPassRate(run_id=side.run_id, variant=side.variant, **_rate(outcomes).model_dump())
+    return RunPassRate(run_id=side.run_id, variant=side.variant, **pass_rate(outcomes).model_dump())
 
 
 def _spend(side: GradedEpisodes, keys: list[Key]) -> Spend:
@@ -288,8 +289,8 @@ def _breakdowns(
     return {
         name: {
             label: PassRates(
-                a=_rate(a.outcomes(members)),
-                b=_rate(b.outcomes(members)),
+                a=pass_rate(a.outcomes(members)),
+                b=pass_rate(b.outcomes(members)),
                 difference=task_difference(a.outcomes(members), b.outcomes(members)),
             )
             for label, members in sorted(group.items())

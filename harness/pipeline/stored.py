@@ -126,15 +126,15 @@ def export_stored(
     is opened, so an unknown id leaves no file behind."""
     store = open_store(store_path, "no results store (run an eval first)")
     try:
-        run_ids = [info.id for info in stored_runs(store, run_or_pipeline)]
+        runs = stored_runs(store, run_or_pipeline)
         if out is None:
-            return write_export(export_rows(store, run_ids), form, sys.stdout)
+            return write_export(export_rows(store, runs), form, sys.stdout)
         try:
             file = out.open("w", encoding="utf-8", newline="")
         except OSError as exc:
             raise SpecError.at(Location(str(out)), "", f"cannot write: {exc.strerror}") from None
         with file:
-            return write_export(export_rows(store, run_ids), form, file)
+            return write_export(export_rows(store, runs), form, file)
     finally:
         store.close()
 

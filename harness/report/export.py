@@ -11,7 +11,7 @@ from typing import Literal, TextIO
 from pydantic import BaseModel, Field
 
 from harness.sim.episode import episode_seed
-from harness.store import Store
+from harness.store import RunInfo, Store
 
 ExportFormat = Literal["jsonl", "csv"]
 
@@ -39,16 +39,13 @@ class EpisodeExport(BaseModel):
     cost_usd: float = Field(description="Cost of the agent's and the user's calls, US dollars.")
 
 
-def export_rows(store: Store, run_ids: Iterable[str]) -> Iterator[EpisodeExport]:
+def export_rows(store: Store, runs: Iterable[RunInfo]) -> Iterator[EpisodeExport]:
     """Each stored episode of the runs, by run, task and trial, read a page at a time."""
-    for run_id in run_ids:
-        info = store.run(run_id)
-        if info is None:
-            raise LookupError(f"no run {run_id!r} in {store.path}")
-        for row in store.episode_rows(run_id):
+    for info in runs:
+        for row in store.episode_rows(info.id):
             verdict = row.verdict
             yield EpisodeExport(
-                run_id=run_id,
+                run_id=info.id,
                 task=row.task_id,
                 trial=row.trial,
                 seed=episode_seed(row.task_id, row.trial),

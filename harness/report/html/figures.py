@@ -8,11 +8,11 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.compare import pass_rate
 from harness.gate.suites import run_suite, suite_id
 from harness.report.html.episodes import EpisodeView
 from harness.report.html.filters import Choices
 from harness.report.summary import RunFigures
-from harness.stats import task_wilson_interval
 from harness.store import RunInfo, Store
 from harness.transcript import Usage
 
@@ -68,17 +68,16 @@ def group_rates(groups: dict[str, list[EpisodeView]]) -> list[GroupRate]:
                 outcomes[e.task_id].append(e.outcome == "pass")
         if not outcomes:
             continue
-        interval = task_wilson_interval(outcomes)
-        flat = [o for trials in outcomes.values() for o in trials]
+        rate = pass_rate(outcomes)
         rates.append(
             GroupRate(
                 label=label,
-                tasks=len(outcomes),
-                passed=sum(flat),
-                graded=len(flat),
-                rate=interval.estimate,
-                low=interval.low,
-                high=interval.high,
+                tasks=rate.tasks,
+                passed=rate.passed,
+                graded=rate.n,
+                rate=rate.rate,
+                low=rate.low,
+                high=rate.high,
             )
         )
     return rates

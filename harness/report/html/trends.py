@@ -10,8 +10,8 @@ from datetime import date, datetime, timedelta
 
 from pydantic import BaseModel, Field
 
+from harness.compare import pass_rate
 from harness.report.html.charts import Chart, Frame, Line, Mark, color
-from harness.stats import task_wilson_interval
 from harness.store import Store
 
 GATE_WEEKS = 7  # the gate chart shows this many weeks, ending with the newest decision's
@@ -87,19 +87,18 @@ def week_rates(store: Store) -> list[WeekRate]:
                 pool.outcomes[row.task_id].append(row.verdict.outcome == "pass")
     rates = []
     for (week, variant), pool in sorted(pools.items()):
-        interval = task_wilson_interval(pool.outcomes)
-        flat = [o for trials in pool.outcomes.values() for o in trials]
+        rate = pass_rate(pool.outcomes)
         rates.append(
             WeekRate(
                 variant=variant,
                 week=week,
                 runs=pool.runs,
-                tasks=len(pool.outcomes),
-                passed=sum(flat),
-                graded=len(flat),
-                rate=interval.estimate,
-                low=interval.low,
-                high=interval.high,
+                tasks=rate.tasks,
+                passed=rate.passed,
+                graded=rate.n,
+                rate=rate.rate,
+                low=rate.low,
+                high=rate.high,
                 episodes=pool.episodes,
                 cost_per_episode=pool.cost / pool.episodes if pool.episodes else 0.0,
             )
