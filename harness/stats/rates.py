@@ -28,14 +28,9 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     """Wilson score interval of a binomial proportion; (0, 1) when there is no data."""
     if n == 0:
         return 0.0, 1.0
-    # The closed form (Wilson 1927), as scipy's `binomtest(...).proportion_ci(method="wilson")`
-    # computes it, without importing scipy (a second) for every summary.
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    p, z2 = successes / n, z * z
-    center = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z / (1 + z2 / n) * sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    low = 0.0 if successes == 0 else max(0.0, center - half)  # exact at the edges
-    high = 1.0 if successes == n else min(1.0, center + half)
+    interval = _wilson(successes / n, n, confidence)
+    low = 0.0 if successes == 0 else interval.low  # exact at the edges
+    high = 1.0 if successes == n else interval.high
     return low, high
 
 
@@ -174,10 +169,10 @@ def win_rate(wins: int, losses: int, ties: int, confidence: float = 0.95) -> Int
 
 
 def _wilson(rate: float, n: int, confidence: float) -> Interval:
-    """Wilson score interval in closed form, for a rate that need not be a whole count over n."""
-    from scipy.special import ndtri
-
-    z2 = float(ndtri(0.5 + confidence / 2)) ** 2
+    """Wilson score interval in closed form (Wilson 1927, as scipy's `binomtest(...)
+    .proportion_ci(method="wilson")` computes it, without importing scipy), for a rate that need
+    not be a whole count over n."""
+    z2 = NormalDist().inv_cdf(0.5 + confidence / 2) ** 2
     center = (rate + z2 / (2 * n)) / (1 + z2 / n)
     half_width = sqrt(z2 * rate * (1 - rate) / n + z2 * z2 / (4 * n * n)) / (1 + z2 / n)
     return Interval(rate, max(0.0, center - half_width), min(1.0, center + half_width))
