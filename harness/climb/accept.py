@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.climb.search import SearchResult
-from harness.compare import GradedEpisodes, compare_episodes
 from harness.gate import gate_run, load_gate_config
 from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
 from harness.store import Store
@@ -48,13 +47,10 @@ def accept(result: SearchResult) -> Acceptance:
     store = Store(options.store)
     try:
         gate = gate_run(store, gate_config, candidate.run_id, production.run_id, cases)
-        comparison = compare_episodes(
-            GradedEpisodes.load(store, production.run_id),
-            GradedEpisodes.load(store, candidate.run_id),
-            cases,
-        )
     finally:
         store.close()
+    comparison = gate.comparison  # production (A) against the candidate (B) on these tasks
+    assert comparison is not None  # the gate had a baseline
     test = comparison.tasks
     evidence = [
         f"Validation: {len(result.split.validation)} held-out tasks x {config.trials} trial(s), "
