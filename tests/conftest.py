@@ -83,9 +83,10 @@ def scripted_eval(
 
 
 def newest_run(store: Path) -> str:
-    """The id of the run stored last."""
+    """The id of the run stored last (runs of the same second share `created_at`, and their
+    ids end in random letters: the insertion order says which came last)."""
     with sqlite3.connect(store) as db:
-        return db.execute("SELECT id FROM runs ORDER BY created_at DESC, id DESC").fetchone()[0]
+        return db.execute("SELECT id FROM runs ORDER BY rowid DESC").fetchone()[0]
 
 
 @pytest.fixture

@@ -197,7 +197,7 @@ def test_the_example_workflow_is_valid_and_its_commands_run(workspace: Path) -> 
 def latest_run(store: Path, variant: str) -> str:
     with sqlite3.connect(store) as db:
         return db.execute(
-            "SELECT id FROM runs WHERE variant = ? ORDER BY created_at DESC, id DESC", (variant,)
+            "SELECT id FROM runs WHERE variant = ? ORDER BY rowid DESC", (variant,)
         ).fetchone()[0]
 
 

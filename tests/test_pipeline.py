@@ -27,7 +27,7 @@ SCRIPTED_SIM = 'simulate.set=["' + SCRIPTED.removeprefix("agent.") + '"]'
 def pipeline_nodes(store: Path) -> tuple[str, dict]:
     with sqlite3.connect(store) as db:
         pipeline_id, nodes = db.execute(
-            "SELECT id, nodes FROM pipelines ORDER BY created_at DESC, id DESC LIMIT 1"
+            "SELECT id, nodes FROM pipelines ORDER BY rowid DESC LIMIT 1"
         ).fetchone()
     return pipeline_id, json.loads(nodes)
 

@@ -79,7 +79,7 @@ def run_eval(store: Path, agent: str = BASELINE, *extra: str):
 
 def stored(store: Path) -> tuple[str, dict]:
     with sqlite3.connect(store) as db:
-        [(run_id,)] = db.execute("SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT 1")
+        [(run_id,)] = db.execute("SELECT id FROM runs ORDER BY rowid DESC LIMIT 1")
     results = Store(store)
     try:
         verdicts = {v.task_id: v for v in results.latest_verdicts(run_id)}
