@@ -14,6 +14,14 @@ from typing import Any
 FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
+def json_or_text(text: str) -> Any:
+    """The JSON value a text holds (a tool result, an argument), else the text itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def json_values(
     text: str, openers: str = "{[", nested: bool = False
 ) -> Iterator[tuple[int, int, Any]]:

@@ -45,7 +45,7 @@ def decide(transcript: Transcript, results: list[CheckResult]) -> Verdict:
         return Verdict(
             **base, outcome="error", error_side=error_side(errored), reason=_reasons(errored)
         )
-    undecided = [c for c in results if not c.hard and not c.diagnostic and c.outcome == "error"]
+    undecided = [c for c in results if c.undecided]
     if undecided:
         reason = f"all hard checks passed; soft checks could not decide: {_reasons(undecided)}"
         return Verdict(**base, outcome="pass", reason=reason)

@@ -50,6 +50,11 @@ class CheckResult(BaseModel):
     def gates(self) -> bool:
         return self.hard and not self.diagnostic
 
+    @property
+    def undecided(self) -> bool:
+        """A soft check that could not decide (see `Verdict.soft_errors`)."""
+        return not self.hard and not self.diagnostic and self.outcome == "error"
+
 
 class Verdict(BaseModel):
     """A task's grade for one episode."""
@@ -71,4 +76,4 @@ class Verdict(BaseModel):
     def soft_errors(self) -> list[CheckResult]:
         """Soft checks that could not decide: they leave the outcome alone but the episode's
         evidence is incomplete, so reports show them and the gate counts them as errors."""
-        return [c for c in self.checks if not c.hard and not c.diagnostic and c.outcome == "error"]
+        return [c for c in self.checks if c.undecided]

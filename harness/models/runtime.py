@@ -201,7 +201,9 @@ class ManagedModel:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     raise ModelError(f"{self.role} model {error}{tries}") from None
                 delay = await self.runtime.retry_delay(
-                    self.limit_key, policy.delay(attempt, error.retry_after)
+                    self.limit_key,
+                    policy.delay(attempt, error.retry_after),
+                    self.policy.in_process,
                 )
                 if delay is None:
                     spent = "the endpoint's retry budget is spent"
@@ -274,10 +276,10 @@ class ModelRuntime:
             per_loop[key] = asyncio.Semaphore(limit)
         return per_loop[key]
 
-    async def retry_delay(self, key: Any, delay: float) -> float | None:
+    async def retry_delay(self, key: Any, delay: float, in_process: bool = False) -> float | None:
         """Seconds to wait before retrying a failed call to an endpoint; None when no retry is
         left. Here every call has its own `max_retries`; a runtime shared by several processes
-        also keeps one retry budget per endpoint."""
+        also keeps one retry budget per endpoint (not for a model in this process)."""
         return delay
 
     def close(self) -> None:

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from harness.jsontext import json_or_text
 from harness.matching import partial_mismatches
 from harness.models.base import (
     Completion,
@@ -111,7 +112,7 @@ class ScriptedModel:
                 return None
             if when.error is not None and last.is_error != when.error:
                 return None
-            result = _parse_json(last.content)
+            result = json_or_text(last.content)
             if when.result is not None and partial_mismatches(when.result, result):
                 return None
             context["result"] = result
@@ -134,13 +135,6 @@ def _groups(found: re.Match[str]) -> dict[str, str]:
     groups = {str(i): value or "" for i, value in enumerate([found.group(0), *found.groups()])}
     groups.update({k: v or "" for k, v in found.groupdict().items()})
     return groups
-
-
-def _parse_json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def _arguments_of(turns: list[Message], call_id: str | None) -> dict[str, Any]:

@@ -109,9 +109,6 @@ class EpisodeWorker:
         self.caches: dict[Path, ResponseCache] = {}
         self.players: dict[str, _Player] = {}
 
-    def pid(self) -> int:
-        return os.getpid()
-
     async def play(self, episode: Episode, setup: WorkerSetup) -> Transcript:
         from harness.sim.episode import EpisodeSpec, run_episode
 

@@ -154,17 +154,15 @@ class SharedRuntime(ModelRuntime):
 
     limits: Any = None  # the EndpointLimits actor
     owner: str = ""  # the worker holding the slots it takes
-    _in_process: set[Any] = field(default_factory=set)  # endpoints limited per process
 
     def limiter(self, key: Any, limit: int, in_process: bool = False) -> Any:
         if in_process:
-            self._in_process.add(key)
             return super().limiter(key, limit)
         hold_s = self.policy.timeout_s + LEASE_GRACE_S
         return SharedSlot(self.limits, key, limit, self.owner, hold_s)
 
-    async def retry_delay(self, key: Any, delay: float) -> float | None:
-        if key in self._in_process:
+    async def retry_delay(self, key: Any, delay: float, in_process: bool = False) -> float | None:
+        if in_process:
             return delay
         allowed = await self.limits.retry.remote(key, self.policy.max_retries)
         return delay if allowed else None

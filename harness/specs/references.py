@@ -16,6 +16,7 @@ from harness.specs.located import (
     Location,
     PathKey,
     SpecError,
+    built_once,
     command_memo,
     copy_data,
     display,
@@ -89,17 +90,18 @@ def read_json(path: Path) -> Any:
     """Read a JSON data file, with the same located errors as YAML; within one command
     (`read_once`) an unchanged file is parsed once (every task of a suite may name the same
     state file)."""
-    memo = command_memo()
-    if memo is None:
+    if command_memo() is None:
         return _read_json(path)
     try:
         stat = path.stat()
     except OSError:
         return _read_json(path)  # its own located error
-    key = ("json", str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    if key not in memo:
-        memo[key] = _read_json(path)
-    return copy_data(memo[key])
+    data = built_once(
+        ("json", str(path.resolve())),
+        lambda: (stat.st_mtime_ns, stat.st_size),
+        lambda: _read_json(path),
+    )
+    return copy_data(data)
 
 
 def _read_json(path: Path) -> Any:

@@ -145,20 +145,7 @@ DIALECTS: dict[str, dict[str, str]] = {
         "text": 'TEXT COLLATE "C"',  # bytewise, as SQLite sorts (a locale would not)
     },
 }
-TABLES = frozenset(
-    {
-        "pipelines",
-        "runs",
-        "episodes",
-        "verdicts",
-        "baselines",
-        "gate_history",
-        "node_outputs",
-        "climbs",
-        "climb_candidates",
-        "climb_evaluations",
-    }
-)
+TABLES = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA))  # every table
 
 
 def statements(dialect: str) -> list[str]:

@@ -68,8 +68,7 @@ class CallRecord(BaseModel):
     def error(self) -> tuple[str, str] | None:
         """(type, message) of the exception the call raised, or of an `error` status."""
         if not self.exception:
-            weave = self.summary.get("weave")
-            failed = isinstance(weave, dict) and weave.get("status") == "error"
+            failed = self.status == "error"
             return ("Error", "the call ended with status error") if failed else None
         try:
             parsed = json.loads(self.exception)
@@ -78,11 +77,6 @@ class CallRecord(BaseModel):
         if isinstance(parsed, dict):
             return str(parsed.get("type", "Exception")), str(parsed.get("message", ""))
         return "Exception", str(parsed)
-
-    def started(self) -> datetime:
-        """`started_at` as an aware datetime (UTC when the text has no zone; the epoch when it
-        is not a time)."""
-        return parse_time(self.started_at) or EPOCH
 
 
 def _plain(value: Any) -> Any:

@@ -21,10 +21,10 @@ import json
 import re
 from typing import Any
 
-from harness.traces.failures import Failure
+from harness.jsontext import json_or_text
+from harness.traces.failures import EMAILS, Failure
 from harness.traces.reconstruct import Conversation, Observation, Raised
 
-EMAILS = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 AMOUNTS = re.compile(r"[$€£]\s?(\d+(?:\.\d{1,2})?)|\b(\d+\.\d{2})\b")
 NOT_FOUND = re.compile(
     r"not found|no such|does ?n[o']t exist|unknown|missing|no \w+ with", re.IGNORECASE
@@ -170,15 +170,8 @@ def _stated_arguments(sentence: str, observations: list[Observation], tool: str)
     for name in names:
         match = re.search(rf"\b{re.escape(name)}\s*[=:]\s*['\"]?([\w.@+-]+)", sentence)
         if match:
-            found[name] = _value(match.group(1))
+            found[name] = json_or_text(match.group(1))
     return found
-
-
-def _value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def failure_checks(

@@ -50,8 +50,9 @@ NEGATIVE_LABELS = {"bad", "wrong", "incorrect", "negative", "fail", "failed", "u
 EXPECTED = ("expected", "harness.expected")
 MAX_IDS = 1000  # trace and call ids listed in a task's provenance (its count says how many)
 
+EMAILS = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 _MASKS = [
-    (re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+"), "<email>"),
+    (EMAILS, "<email>"),
     (re.compile(r"\bhttps?://\S+"), "<url>"),
     (re.compile(r"\b[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\b"), "<uuid>"),
     (re.compile(r"[$€£]\s?\d+(?:[.,]\d+)*|\b\d+(?:[.,]\d+)*\s?(?:USD|EUR|GBP)\b"), "<amount>"),

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.jsontext import json_or_text
 from harness.traces import llm_calls
 from harness.traces.calls import CallRecord, Unreadable
 from harness.traces.episodes import EPISODE_OP, from_trace
@@ -209,16 +210,9 @@ def _observed(messages: list[Message]) -> list[Observation]:
     for call in (c for m in messages for c in m.tool_calls):
         result = results.get(call.id)
         error = result.content if result is not None and result.is_error else None
-        value = None if result is None or error else _json(result.content)
+        value = None if result is None or error else json_or_text(result.content)
         observed.append(Observation(call.name, call.arguments, value, error))
     return observed
-
-
-def _json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def _from_turns(turns: list[CallRecord], calls: list[CallRecord], report: Report) -> Conversation:

@@ -88,7 +88,13 @@ class LocalTraceDb:
         self._close_interrupted()
         self._db.execute(
             "INSERT INTO writers (id, host, pid, process_start, opened_at) VALUES (?, ?, ?, ?, ?)",
-            (self.writer, socket.gethostname(), os.getpid(), _process_start(os.getpid()), _now()),
+            (
+                self.writer,
+                socket.gethostname(),
+                os.getpid(),
+                _process_start(os.getpid()),
+                now_micros(),
+            ),
         )
 
     def close(self) -> None:
@@ -149,7 +155,7 @@ class LocalTraceDb:
                 "INSERT OR IGNORE INTO objects (project_id, object_id, digest, version_index,"
                 " kind, val, created_at) VALUES (?, ?, ?, (SELECT COUNT(*) FROM objects WHERE"
                 " project_id = ? AND object_id = ?), 'op', ?, ?)",
-                (project, name, digest, project, name, value, _now()),
+                (project, name, digest, project, name, value, now_micros()),
             )
 
         with self._lock:
@@ -164,7 +170,8 @@ class LocalTraceDb:
             return self._db.execute(sql, params).fetchall()
 
 
-def _now() -> int:
+def now_micros() -> int:
+    """Now, as the store keeps times (integer microseconds since the epoch)."""
     return micros(datetime.datetime.now(datetime.UTC)) or 0
 
 

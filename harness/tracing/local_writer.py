@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.tracing.clients import LOCAL_ENTITY, LOCAL_PROJECT
-from harness.tracing.local_db import LocalTraceDb, micros, op_short
+from harness.tracing.local_db import LocalTraceDb, now_micros, op_short
 from harness.tracing.spans import Tracer
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class LocalTracer(Tracer):
             f"weave:///{PROJECT_ID}/op/{op}:{STRING_OP_DIGEST}",
             op_short(op),
             display_name,
-            _now(),
+            now_micros(),
             None,
             self._attributes_json(attributes or {}),
             json.dumps(self._plain(inputs)),
@@ -176,7 +176,7 @@ class LocalTracer(Tracer):
             for status, count in span.counts.items():
                 span.parent.counts[status] += count
         values = (
-            _now(),
+            now_micros(),
             json.dumps(self._plain(output)),
             json.dumps({"status_counts": span.counts}),
             self._redact(_exception_json(exception)) if exception else None,
@@ -289,9 +289,6 @@ def new_id() -> str:
     text = f"{value:032x}"
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
-
-def _now() -> int | None:
-    return micros(datetime.datetime.now(datetime.UTC))
 
 
 def _weave_attributes() -> dict[str, str]:

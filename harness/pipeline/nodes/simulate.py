@@ -29,6 +29,7 @@ from harness.sim.suite import check_variant
 from harness.specs.agent import AgentVariant
 from harness.specs.base import Spec
 from harness.specs.load import Loaded, load_agent
+from harness.specs.located import read_yaml
 from harness.specs.overrides import Override
 from harness.tracing import SpanResult
 from harness.transcript import Transcript
@@ -72,12 +73,10 @@ def load_variant(params: SimulateParams) -> Loaded[AgentVariant]:
 def variant_lineage(agent: Path, name: str) -> list[str]:
     """The variant's name and the names of the variant files it extends, nearest first: the
     gate takes a candidate of its baseline's lineage."""
-    import yaml
-
     names, path, seen = [name], agent.resolve(), set()
     while path is not None and path not in seen and path.is_file():
         seen.add(path)
-        data = yaml.safe_load(path.read_text()) or {}
+        data = read_yaml(path)[0] or {}  # read once per command: loading the agent read it
         if isinstance(data.get("name"), str) and data["name"] not in names:
             names.append(data["name"])
         parent = data.get("extends")
