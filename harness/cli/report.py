@@ -29,7 +29,7 @@ def report(
     from harness.report.html import write_html_report
 
     with user_errors():
-        results = open_store(store, "no results store (run an eval first)")
+        results = open_store(store)
         try:
             for wanted in filter(None, (run_id, against)):
                 stored_run(results, wanted)

@@ -22,7 +22,7 @@ def view(
     from harness.view import bind, serve
 
     with user_errors():
-        open_store(store, "no results store (run an eval first)").close()
+        open_store(store).close()
     try:
         sock = bind(port)
     except OSError as exc:

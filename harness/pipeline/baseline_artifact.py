@@ -87,7 +87,7 @@ def publish_baselines(
     import wandb
 
     where = StoreLocation.of(location)
-    store = open_store(where, "no results store (run an eval first)")
+    store = open_store(where)
     try:
         baselines, history = baseline_rows(store, suite), history_rows(store, suite)
     finally:

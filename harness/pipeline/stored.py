@@ -54,7 +54,10 @@ class StoredGate:
     files: list[Path]
 
 
-def open_store(path: StoreTarget, missing: str) -> Store:
+NO_STORE = "no results store (run an eval first)"
+
+
+def open_store(path: StoreTarget, missing: str = NO_STORE) -> Store:
     """The results store at `path`; when there is none, an error saying `missing`."""
     location = StoreLocation.of(path)
     if not location.exists():
@@ -88,7 +91,7 @@ def stored_figures(store_path: StoreTarget, run_or_pipeline: str) -> list[RunFig
     """The summary of a stored run, or of each run of a stored pipeline, as `run-eval` printed
     it. Task levels come from the run's task files; when those no longer load, the levels are
     left out rather than the summary."""
-    store = open_store(store_path, "no results store (run an eval first)")
+    store = open_store(store_path)
     try:
         figures = []
         for info in stored_runs(store, run_or_pipeline):
@@ -110,7 +113,7 @@ def stored_summary(
     files: list[Path] | None = None,
 ) -> ResultsSummary:
     """The `--json` summary of stored runs and of the decisions a command took on them."""
-    store = open_store(store_path, "no results store (run an eval first)")
+    store = open_store(store_path)
     try:
         written = [str(file) for file in files or []]
         return results_summary(store, run_ids, comparisons, gates, written)
@@ -124,7 +127,7 @@ def export_stored(
     """Write each episode of a stored run (or of every run of a pipeline) as JSON lines or CSV
     to `out`, or to stdout; the number of episodes written. The runs are found before the file
     is opened, so an unknown id leaves no file behind."""
-    store = open_store(store_path, "no results store (run an eval first)")
+    store = open_store(store_path)
     try:
         runs = stored_runs(store, run_or_pipeline)
         if out is None:
@@ -227,7 +230,7 @@ def gate_stored(
     baseline of the candidate's suite; `choose_runs`). The decision joins the gate history;
     the report files go where asked, else where the config says."""
     config = load_gate_config(config_path)
-    store = open_store(store_path, "no results store (run an eval first)")
+    store = open_store(store_path)
     try:
         chosen = choose_runs(store, candidate, baseline, allow_suite_change)
         candidate, baseline = chosen.candidate, chosen.baseline

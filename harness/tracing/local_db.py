@@ -145,21 +145,20 @@ class LocalTraceDb:
         self, project: str, name: str, digest: str, value: str, code: tuple[str, bytes]
     ) -> None:
         """An op object and its code file, as weave saves them (once: content-addressed)."""
-
-        def work(db: sqlite3.Connection) -> None:
-            db.execute(
-                "INSERT OR IGNORE INTO files (project_id, digest, content) VALUES (?, ?, ?)",
-                (project, *code),
-            )
-            db.execute(
-                "INSERT OR IGNORE INTO objects (project_id, object_id, digest, version_index,"
-                " kind, val, created_at) VALUES (?, ?, ?, (SELECT COUNT(*) FROM objects WHERE"
-                " project_id = ? AND object_id = ?), 'op', ?, ?)",
-                (project, name, digest, project, name, value, now_micros()),
-            )
-
-        with self._lock:
-            write(self._db, work)
+        self._write_batch(
+            [
+                (
+                    "INSERT OR IGNORE INTO files (project_id, digest, content) VALUES (?, ?, ?)",
+                    (project, *code),
+                ),
+                (
+                    "INSERT OR IGNORE INTO objects (project_id, object_id, digest, version_index,"
+                    " kind, val, created_at) VALUES (?, ?, ?, (SELECT COUNT(*) FROM objects WHERE"
+                    " project_id = ? AND object_id = ?), 'op', ?, ?)",
+                    (project, name, digest, project, name, value, now_micros()),
+                ),
+            ]
+        )
 
     def _write(self, sql: str, params: Sequence[Any]) -> None:
         with self._lock:
