@@ -13,22 +13,26 @@ import pytest
 from harness.stats import (
     Interval,
     McNemar,
+    NullLevels,
     PairedDifference,
     SignFlip,
-    bootstrap_interval,
+    adjusted_p_values,
+    at_most,
     clustered_difference,
+    combined_decline,
+    fewest_for_fisher,
     lattice_scale,
     mcnemar_exact,
     minimum_detectable_effect,
     paired_bootstrap,
     pass_at_k,
     pass_hat_k,
+    rate_below,
+    run_rate,
     sign_flip_test,
     suite_pass_at_k,
     suite_pass_hat_k,
-    task_wilson_interval,
     wilson_interval,
-    win_rate,
 )
 
 T, F = True, False
@@ -133,47 +137,165 @@ def test_suite_edges(suite) -> None:
         suite({"empty": []}, 1)
 
 
-# bootstrap_interval
+# run_rate: the one pass rate of a run, clustered by task
 
 
-def test_bootstrap_counts_tasks_not_trials() -> None:
+def score_reference(rate: float, n: float, critical: float) -> tuple[float, float]:
+    """The interval {p : |rate - p| <= critical sqrt(p (1 - p) / n)} by solving its quadratic."""
+    c2 = critical**2
+    a, b, c = 1 + c2 / n, -(2 * rate + c2 / n), rate**2
+    root = math.sqrt(b * b - 4 * a * c)
+    return max(0.0, (-b - root) / (2 * a)), min(1.0, (-b + root) / (2 * a))
+
+
+def test_run_rate_is_wilson_over_tasks_when_trials_agree() -> None:
+    once = {f"t{i}": [i % 3 != 0] for i in range(30)}
+    eight = {t: v * 8 for t, v in once.items()}
+    found = run_rate(once)
+    assert (found.low, found.high) == pytest.approx(wilson_reference(20 / 30, 30), abs=1e-12)
+    assert (found.tasks, found.episodes, found.effective_n) == (30, 30, 30.0)
+    repeated = run_rate(eight)  # a deterministic agent: eight trials add no tasks
+    assert (repeated.estimate, repeated.low, repeated.high) == (
+        found.estimate,
+        found.low,
+        found.high,
+    )
+    assert repeated.episodes == 240 and repeated.method == found.method
+
+
+def test_run_rate_weighs_tasks_equally() -> None:
     # Pooling trials would give 10/11; each task weighs the same, so (1 + 0) / 2.
-    result = bootstrap_interval({"many": [T] * 10, "one": [F]})
-    assert result == Interval(0.5, 0.0, 1.0)
-    # Ten copies of a trial carry no more information than one: the interval does not narrow.
-    rates = [0.0, 0.25, 0.5, 1.0, 1.0, 0.75]
-    once = {f"t{i}": [r] for i, r in enumerate(rates)}
-    ten_times = {f"t{i}": [r] * 10 for i, r in enumerate(rates)}
-    assert bootstrap_interval(ten_times) == bootstrap_interval(once)
+    assert run_rate({"many": [T] * 10, "one": [F]}).estimate == 0.5
 
 
-def test_bootstrap_matches_reference_and_is_reproducible() -> None:
-    rng = np.random.default_rng(7)
-    outcomes = {
-        f"task{i}": list(rng.random(int(rng.integers(1, 8))) < rng.random()) for i in range(30)
-    }
-    task_means = [sum(trials) / len(trials) for trials in outcomes.values()]
-    result = bootstrap_interval(outcomes)
-    assert result.estimate == pytest.approx(sum(task_means) / len(task_means))
-    assert result.low < result.estimate < result.high
-    _, low, high = bootstrap_reference(task_means)
-    assert result.low == pytest.approx(low, abs=0.02)
-    assert result.high == pytest.approx(high, abs=0.02)
-    assert bootstrap_interval(outcomes) == result
-    assert bootstrap_interval(outcomes, seed=1) != result
-    narrower = bootstrap_interval(outcomes, confidence=0.5)
-    assert result.low < narrower.low < narrower.high < result.high
+def test_run_rate_uses_the_clustered_effective_size_by_hand() -> None:
+    from scipy.stats import t as student
+
+    rng = np.random.default_rng(3)
+    outcomes = {f"t{i}": list(rng.random(4) < rng.random()) for i in range(20)}
+    means = np.array([sum(v) / 4 for v in outcomes.values()])
+    rate = means.mean()
+    se2 = means.var(ddof=1) / 20
+    effective = min(80.0, max(20.0, rate * (1 - rate) / se2))
+    found = run_rate(outcomes)
+    assert found.estimate == pytest.approx(rate)
+    assert found.effective_n == pytest.approx(effective)
+    assert (found.low, found.high) == pytest.approx(
+        score_reference(rate, effective, student.ppf(0.975, 19)), abs=1e-9
+    )
+    # what counting 80 independent episodes gives is narrower than the clustered interval
+    pooled = wilson_interval(int(sum(map(sum, outcomes.values()))), 80)
+    assert found.high - found.low > pooled[1] - pooled[0]
 
 
-def test_bootstrap_edges() -> None:
-    assert bootstrap_interval({f"t{i}": [T, T] for i in range(5)}) == Interval(1.0, 1.0, 1.0)
-    assert bootstrap_interval({f"t{i}": [F] for i in range(5)}) == Interval(0.0, 0.0, 0.0)
-    assert bootstrap_interval({"only": [T, F, F, F]}) == Interval(0.25, 0.25, 0.25)
-    assert bootstrap_interval({}) == Interval(0.0, 0.0, 1.0)
+def test_run_rate_effective_size_is_between_tasks_and_episodes() -> None:
+    # every task passes half its trials: no spread between tasks, so trials count fully
+    even = run_rate({f"t{i}": [T, F, T, F] for i in range(10)})
+    assert even.effective_n == 40.0
+    # tasks far apart: the effective size never falls below the number of tasks
+    apart = run_rate({**{f"a{i}": [T, T, T, F] for i in range(5)}, "z": [F, F, F, T]})
+    assert apart.effective_n >= 6
+
+
+def test_run_rate_edges() -> None:
+    assert run_rate({}).interval == Interval(0.0, 0.0, 1.0)
+    all_pass = run_rate({f"t{i}": [T, T] for i in range(5)})
+    assert (all_pass.estimate, all_pass.high) == (1.0, 1.0)
+    assert all_pass.low == pytest.approx(wilson_interval(5, 5)[0])
+    assert run_rate({"t": [F, F]}).low == 0.0
+    single = run_rate({"only": [T, F, F, F]})
+    assert (single.estimate, single.low, single.high) == (0.25, 0.0, 1.0)  # one task: no spread
     with pytest.raises(ValueError, match="empty"):
-        bootstrap_interval({"ok": [T], "empty": []})
+        run_rate({"ok": [T], "empty": []})
     with pytest.raises(ValueError, match="confidence"):
-        bootstrap_interval({"ok": [T]}, confidence=1.0)
+        run_rate({"ok": [T]}, confidence=1.0)
+
+
+def test_run_rate_scores_count_ties_as_half() -> None:
+    scores = {"a": [1.0, 0.5], "b": [0.0, 0.5], "c": [1.0, 1.0]}
+    found = run_rate(scores)
+    assert found.estimate == pytest.approx((0.75 + 0.25 + 1.0) / 3)
+    assert found.passed == 4.0 and found.low < found.estimate < found.high
+
+
+def test_rate_below_is_the_test_the_interval_inverts() -> None:
+    from scipy.stats import binom
+    from scipy.stats import t as student
+
+    binary = {f"t{i}": [i % 4 != 0] * 3 for i in range(12)}  # 9 of 12 tasks pass
+    assert rate_below(binary, 0.9) == pytest.approx(binom.cdf(9, 12, 0.9))
+    rng = np.random.default_rng(11)
+    varied = {f"t{i}": list(rng.random(4) < 0.7) for i in range(25)}
+    found = run_rate(varied)
+    statistic = (found.estimate - 0.9) / math.sqrt(0.9 * 0.1 / found.effective_n)
+    assert rate_below(varied, 0.9) == pytest.approx(student.cdf(statistic, 24))
+    # at the interval's upper end the one-sided p is the interval's tail, 2.5%
+    assert rate_below(varied, found.high) == pytest.approx(0.025, abs=1e-9)
+    assert rate_below(varied, 0.0) == 1.0
+    assert rate_below({"t": [T, F]}, 1.0) == 0.0 and rate_below({"t": [T]}, 1.0) == 1.0
+    assert rate_below({}, 0.5) == 1.0
+
+
+# one error rate for several tests
+
+
+def test_combined_decline_of_one_task_is_fisher_exact() -> None:
+    from scipy.stats import fisher_exact
+
+    for base, cand in [(3, 0), (2, 1), (3, 2), (1, 0)]:
+        p_value, null = combined_decline([(base, 3, cand, 3)])
+        table = [[cand, 3 - cand], [base, 3 - base]]
+        assert p_value == pytest.approx(fisher_exact(table, alternative="less").pvalue)
+        assert p_value in null.levels
+    assert combined_decline([(3, 3, 0, 3)])[1].levels == pytest.approx((0.05, 0.5, 0.95, 1.0))
+
+
+def test_combined_decline_by_enumeration() -> None:
+    """Every way to split each task's passes between the sides, each task scored by its own
+    Fisher p-value (scipy), the scores summed: a fixed task adds no decline, a task that
+    passed everywhere adds nothing at all."""
+    from itertools import combinations
+
+    from scipy.stats import hypergeom
+
+    from harness.stats.family import SCORE_STEP
+
+    tables = [(3, 3, 0, 3), (0, 3, 3, 3), (2, 4, 1, 4)]
+
+    def score(cand_passed: int, total: int, passes: int, cand_n: int) -> int:
+        p_value = min(1.0, hypergeom.cdf(cand_passed, total, passes, cand_n))
+        return round(-math.log(p_value) / SCORE_STEP)
+
+    def scores(base_passed: int, base_n: int, cand_passed: int, cand_n: int) -> list[int]:
+        passes, total = base_passed + cand_passed, base_n + cand_n
+        trials = [1] * passes + [0] * (total - passes)
+        return [
+            score(sum(trials[i] for i in chosen), total, passes, cand_n)
+            for chosen in combinations(range(total), cand_n)
+        ]
+
+    each = [scores(*table) for table in tables]
+    observed = sum(score(c, b + n, a + c, n) for a, b, c, n in tables)
+    hits = sum(a + b + c >= observed for a in each[0] for b in each[1] for c in each[2])
+    p_value, _ = combined_decline(tables)
+    assert p_value == pytest.approx(hits / (len(each[0]) * len(each[1]) * len(each[2])))
+    assert combined_decline([*tables, (3, 3, 3, 3)])[0] == pytest.approx(p_value)
+    # the fixed task (0/3 -> 3/3) cannot offset the broken one, as a sum of passes would
+    assert combined_decline([(3, 3, 0, 3), (0, 3, 3, 3)])[0] == pytest.approx(1 - 0.95**2)
+
+
+def test_null_levels_and_adjusted_p_values_by_hand() -> None:
+    discrete = NullLevels(levels=(0.05, 0.5, 0.95, 1.0))
+    assert (discrete.at(0.04), discrete.at(0.05), discrete.at(0.3)) == (0.0, 0.05, 0.05)
+    continuous = NullLevels(continuous_from=2.0**-3)
+    assert (continuous.at(0.1), continuous.at(0.2), continuous.minimum) == (0.0, 0.2, 0.125)
+    # a regression at 1/20 beside a mean test that cannot go below 1/8: it keeps all of alpha
+    assert adjusted_p_values([(0.05, discrete), (0.5, continuous)]) == pytest.approx([0.05, 1.0])
+    # beside a test that could reach 0.05 itself, alpha is shared
+    other = NullLevels(continuous_from=0.001)
+    assert adjusted_p_values([(0.05, discrete), (0.3, other)]) == pytest.approx([0.1, 0.35])
+    assert at_most(1 / 20, 0.05) and not at_most(0.0501, 0.05)
+    assert fewest_for_fisher(0.05) == 3 and fewest_for_fisher(0.01) == 5  # 1/70 > 0.01 >= 1/252
 
 
 # mcnemar_exact
@@ -249,39 +371,6 @@ def test_paired_bootstrap_edges() -> None:
         paired_bootstrap({"t": [T], "x": [T]}, {"t": [T], "y": [T], "z": [F]})
     with pytest.raises(ValueError, match="empty"):
         paired_bootstrap({"t": [T], "empty": [T]}, {"t": [T], "empty": []})
-
-
-# win_rate
-
-
-def test_win_rate_by_hand() -> None:
-    # 6 wins, 2 losses, 2 ties: (6 + 2/2) / 10 = 0.7
-    result = win_rate(6, 2, 2)
-    assert result.estimate == pytest.approx(0.7)
-    assert (result.low, result.high) == pytest.approx(wilson_reference(0.7, 10), abs=1e-12)
-    # 3 wins, 4 losses, 1 tie: 3.5 / 8, half a win cannot go through binomtest
-    result = win_rate(3, 4, 1, confidence=0.9)
-    assert result.estimate == pytest.approx(3.5 / 8)
-    assert (result.low, result.high) == pytest.approx(wilson_reference(3.5 / 8, 8, 0.9), abs=1e-12)
-
-
-def test_win_rate_without_ties_is_wilson() -> None:
-    result = win_rate(7, 5, 0)
-    assert result.estimate == pytest.approx(7 / 12)
-    assert (result.low, result.high) == pytest.approx(wilson_interval(7, 12), abs=1e-12)
-
-
-def test_win_rate_edges() -> None:
-    assert win_rate(0, 0, 0) == Interval(0.5, 0.0, 1.0)
-    all_ties = win_rate(0, 0, 4)
-    assert all_ties.estimate == 0.5
-    assert all_ties.low < 0.5 < all_ties.high
-    all_wins = win_rate(5, 0, 0)
-    assert (all_wins.estimate, all_wins.high) == (1.0, 1.0)
-    assert all_wins.low == pytest.approx(wilson_interval(5, 5)[0])
-    assert win_rate(0, 5, 0).low == 0.0
-    with pytest.raises(ValueError, match="non-negative"):
-        win_rate(-1, 2, 0)
 
 
 # task-clustered paired inference
@@ -377,18 +466,10 @@ def test_lattice_scale_is_the_common_denominator() -> None:
 
 
 def test_minimum_detectable_effect() -> None:
-    # (1.96 + 0.84) x SE, and never below the 6 whole tasks a two-sided 0.05 test needs
+    # (1.96 + 0.84) x SE, and never below 6 tasks (a two-sided 0.05 test needs 6) moving by one
+    # step of the trial lattice
     assert minimum_detectable_effect(0.04, 400) == pytest.approx(0.04 * 2.8016, abs=1e-4)
     assert minimum_detectable_effect(0.0, 22) == pytest.approx(6 / 22)
     assert minimum_detectable_effect(0.001, 100) == pytest.approx(0.06)
+    assert minimum_detectable_effect(0.0, 30, scale=4) == pytest.approx(6 / 120)
     assert minimum_detectable_effect(0.5, 0) == 1.0
-
-
-def test_task_wilson_counts_tasks_not_trials() -> None:
-    once = {f"t{i}": [i % 3 != 0] for i in range(30)}
-    eight = {t: v * 8 for t, v in once.items()}
-    assert task_wilson_interval(eight) == task_wilson_interval(once)
-    assert (task_wilson_interval(once).low, task_wilson_interval(once).high) == pytest.approx(
-        wilson_interval(20, 30), abs=1e-12
-    )
-    assert task_wilson_interval({}) == Interval(0.0, 0.0, 1.0)

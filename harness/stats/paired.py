@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from math import gcd, sqrt
 from typing import TYPE_CHECKING
 
+from harness.stats.family import at_most
 from harness.stats.rates import Outcomes, _bootstrap_mean, _check_confidence, _task_means
 
 if TYPE_CHECKING:
@@ -215,18 +216,19 @@ def clustered_difference(
 
 
 def minimum_detectable_effect(
-    se: float, tasks: int, alpha: float = 0.05, power: float = 0.8
+    se: float, tasks: int, alpha: float = 0.05, power: float = 0.8, scale: int = 1
 ) -> float:
     """The smallest true difference a two-sided task-level test at `alpha` finds with `power`:
-    (z[1 - alpha/2] + z[power]) x the cluster-robust standard error, but never below the fewest
-    whole tasks that could ever be significant (all m flipping one way gives p = 2^(1-m)), since
-    a task moves by at most its whole rate. No tasks: 1.0 (nothing is detectable)."""
+    (z[1 - alpha/2] + z[power]) x the cluster-robust standard error, but never below the
+    smallest difference that could ever be significant: the fewest tasks m whose moving one
+    way gives p = 2^(1-m) <= alpha, each by one step of the trial lattice (1 / `scale`, the
+    `lattice_scale` of the rates). No tasks: 1.0 (nothing is detectable)."""
     if tasks == 0:
         return 1.0
     from scipy.special import ndtri
 
     fewest = 1
-    while 2.0 ** (1 - fewest) >= alpha:
+    while not at_most(2.0 ** (1 - fewest), alpha):
         fewest += 1
     normal = (float(ndtri(1 - alpha / 2)) + float(ndtri(power))) * se
-    return min(1.0, max(normal, fewest / tasks))
+    return min(1.0, max(normal, fewest / (scale * tasks)))
