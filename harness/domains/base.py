@@ -24,8 +24,20 @@ class ToolError(Exception):
     """A tool refusing a request (bad id, policy); the agent sees the message as the result."""
 
 
-class ToolTimeout(Exception):
-    """A tool that never returned: the episode ends as an error of the tool side."""
+class ToolUnavailable(Exception):
+    """A tool's infrastructure failing: its back end is down, a connection was refused, the
+    sandbox it runs code in failed. Raise it from a tool (sync or async) when the request could
+    not be served at all, as opposed to `ToolError`, a refusal the agent sees and may act on.
+    It ends the episode as an `error` of the tool side under every agent runner (llm, python,
+    http), never as a failure of the agent, with the message as the episode's error: say what
+    failed. Any other exception a tool raises is a bug of the tool, shown to the agent as the
+    result (`Error: <tool> failed: ...`)."""
+
+
+class ToolTimeout(ToolUnavailable):
+    """An async tool that gave no result within its domain's `tool_timeout_s` (a class
+    attribute, 30 seconds unless the domain says otherwise; a sync tool is not interrupted).
+    A `ToolUnavailable`: the episode ends as an error of the tool side."""
 
 
 @dataclass(frozen=True)
@@ -191,8 +203,9 @@ class Environment:
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         """Run a tool. Bad arguments, refusals and a tool that raises come back to the agent as
-        error results; only an async tool that outlives `tool_timeout_s` raises
-        (`ToolTimeout`), as the environment can no longer be trusted."""
+        error results; only a failure of the tool's infrastructure raises: `ToolUnavailable`
+        from the tool, or `ToolTimeout` for an async tool that outlives `tool_timeout_s`, as
+        the environment can no longer be trusted."""
         with child_span("harness.tool_call", {"name": name, "arguments": arguments}) as span:
             outcome = await self._call(name, arguments)
             span.output = {"content": outcome.content, "is_error": outcome.is_error}
@@ -218,6 +231,8 @@ class Environment:
             return ToolOutcome(f"Error: {exc}", is_error=True)
         except TimeoutError:
             raise ToolTimeout(f"tool {name} gave no result within {timeout_s:g}s") from None
+        except ToolUnavailable:
+            raise
         except Exception as exc:
             return ToolOutcome(f"Error: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
         return ToolOutcome(json.dumps(result, sort_keys=True))

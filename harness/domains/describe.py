@@ -7,7 +7,15 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
-from harness.domains.base import DOMAINS, Environment, ToolError, register_domain, tool
+from harness.domains.base import (
+    DOMAINS,
+    Environment,
+    ToolError,
+    ToolTimeout,
+    ToolUnavailable,
+    register_domain,
+    tool,
+)
 from harness.registry import source_of
 from harness.transcript import ToolSpec
 
@@ -46,7 +54,7 @@ API_GUIDE = '''\
 A domain is the world your agent acts in: state plus the tools the agent may call on it.
 
     from pydantic import BaseModel
-    from harness.domains import Environment, ToolError, register_domain, tool
+    from harness.domains import Environment, ToolError, ToolUnavailable, register_domain, tool
 
     class DeskState(BaseModel):          # optional: validates every task's start state,
         tickets: dict[str, dict]         # and state checks' keys and paths
@@ -61,6 +69,8 @@ A domain is the world your agent acts in: state plus the tools the agent may cal
         @tool
         def close_ticket(self, ticket_id: str) -> dict:
             """Close a ticket."""        # the tool's description, as the agent sees it
+            if self.state.get("outage"):         # the back end failed: an error, not the agent's
+                raise ToolUnavailable("ticket service refused the connection")
             if ticket_id not in self.state["tickets"]:
                 raise ToolError(f"no ticket {{ticket_id}}")   # the agent sees the refusal
             self.state["tickets"][ticket_id]["open"] = False
@@ -80,6 +90,12 @@ A task names its domain by a registered name, by `package.module:Desk`, or by
 ## ToolError
 {tool_error}
 
+## ToolUnavailable
+{tool_unavailable}
+
+## ToolTimeout
+{tool_timeout}
+
 ## register_domain
 {register}
 
@@ -89,7 +105,11 @@ async: `conversation` is a list of `{{"role": "user" | "assistant", "content": s
 `tools.call(name, **arguments)` (`await tools.acall(...)` when async) runs a tool of the domain
 and returns its JSON result or raises `ToolError`; `tools.specs` are the tools in OpenAI form;
 `tools.variant` is the agent variant (its prompt, skills, parameters). Return the reply as a
-string, or a dict with `content`.
+string, or a dict with `content`. An exception your code raises is an agent crash (a fail). A
+tool whose infrastructure failed raises `ToolUnavailable` (or `ToolTimeout`) instead: the turn
+then ends as an `error` of the tool side, never counted against your agent, whether your code
+lets the exception through, raises another or replies anyway; further tool calls raise it
+again without running.
 '''
 
 
@@ -99,5 +119,7 @@ def api_guide() -> str:
         environment=inspect.getdoc(Environment),
         tool=inspect.getdoc(tool),
         tool_error=inspect.getdoc(ToolError),
+        tool_unavailable=inspect.getdoc(ToolUnavailable),
+        tool_timeout=inspect.getdoc(ToolTimeout),
         register=inspect.getdoc(register_domain),
     )

@@ -11,12 +11,18 @@
       environment, record the call in the transcript, and return its JSON result or raise
       `ToolError` with the environment's refusal;
     * it returns the assistant's reply: a string, or a dict with a `content` key.
-  A sync function runs in a worker thread so that it may block.
+  A sync function runs in a worker thread so that it may block. An exception of your code is
+  an agent crash; but once a tool's infrastructure failed (`ToolUnavailable`, `ToolTimeout`),
+  the turn ends as an error of the tool side whatever your code does with the exception (lets
+  it through, raises another, or swallows it and replies), and no further tool runs.
 - `http`: your agent service behind an OpenAI-compatible chat endpoint (`model.base_url`); it is
   sent the visible conversation and runs its tools server-side. The harness sees only its replies,
   unless the variant sets `reports_tool_calls`: then the reply message's `tool_calls` (OpenAI
   format) are the calls the service already ran for that turn; they are recorded and replayed on
   the task's environment, so that checks of tool calls and of the final state can grade them.
+
+Under every runner, a tool's infrastructure failure (`ToolUnavailable`, of which `ToolTimeout`
+is one) propagates out of `respond`, and the episode ends as an error of the tool side.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from harness.domains import Environment, ToolError
+from harness.domains import Environment, ToolError, ToolUnavailable
 from harness.imports import (
     UnresolvedReference,
     defined_names,
@@ -160,7 +166,11 @@ async def tool_result(env: Environment, call: ToolCall, allowed: bool = True) ->
 
 
 class ToolHandle:
-    """What a python agent gets to use the environment's tools; every call is recorded."""
+    """What a python agent gets to use the environment's tools; every call is recorded.
+
+    `failure` is the first infrastructure failure of a tool call (`ToolUnavailable`), or None:
+    once set, the environment is not trusted any more, every further call raises it again
+    without running, and the runner ends the turn with it, whatever the agent's code did."""
 
     def __init__(
         self,
@@ -173,16 +183,24 @@ class ToolHandle:
         self.specs = to_wire_tools(variant.described(env.tool_specs(variant.tools or None)))
         self.names = [spec["function"]["name"] for spec in self.specs]
         self._env, self._messages, self._loop = env, messages, loop
+        self.failure: ToolUnavailable | None = None
 
     async def acall(self, name: str, /, **arguments: Any) -> Any:
-        """Run a tool (async agents). Returns its JSON result; raises ToolError on a refusal."""
+        """Run a tool (async agents). Returns its JSON result; raises ToolError on a refusal
+        and ToolUnavailable (or ToolTimeout) when the tool's infrastructure failed."""
+        if self.failure is not None:
+            raise self.failure
         call = ToolCall(
             id=f"call_{sum(len(m.tool_calls) for m in self._messages)}",
             name=name,
             arguments=arguments,
         )
         self._messages.append(Message(role="assistant", tool_calls=[call]))
-        result = await tool_result(self._env, call, name in self.names)
+        try:
+            result = await tool_result(self._env, call, name in self.names)
+        except ToolUnavailable as exc:
+            self.failure = self.failure or exc
+            raise
         self._messages.append(result)
         if result.is_error:
             raise ToolError(result.content.removeprefix("Error: "))
@@ -217,13 +235,21 @@ class PythonAgent:
             for m in messages
             if m.role in ("user", "assistant") and m.content
         ]
+        reply: Any = None
+        crashed: Exception | None = None
         try:
             if inspect.iscoroutinefunction(self.function):
                 reply = await self.function(conversation, tools)
             else:
                 reply = await asyncio.to_thread(self.function, conversation, tools)
         except Exception as exc:
-            raise AgentCrashed(f"{type(exc).__name__}: {exc}") from exc
+            crashed = exc
+        if tools.failure is not None:
+            # a tool's infrastructure failed: whether the code let it through, raised another
+            # exception or replied anyway, the turn ends with it (the environment is suspect)
+            raise tools.failure
+        if crashed is not None:
+            raise AgentCrashed(f"{type(crashed).__name__}: {crashed}") from crashed
         content = reply.get("content", "") if isinstance(reply, dict) else reply
         if not isinstance(content, str):
             raise TypeError(f"the agent returned {type(reply).__name__}, expected str or dict")
@@ -253,7 +279,8 @@ class HTTPAgent:
         ran = completion.message.tool_calls if self.variant.reports_tool_calls else []
         if ran:
             messages.append(Message(role="assistant", tool_calls=ran))
-            messages.extend([await tool_result(env, call) for call in ran])
+            for call in ran:  # one by one: a ToolUnavailable leaves the results before it
+                messages.append(await tool_result(env, call))
         messages.append(Message(role="assistant", content=completion.message.content))
         return completion.usage
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from harness.defaults import OUT_OF_SCOPE_SIGNAL, STOP_SIGNAL, TRANSFER_SIGNAL
-from harness.domains import ToolTimeout
+from harness.domains import ToolUnavailable
 from harness.models import ModelRuntime
 from harness.sim.agent import AgentCrashed, AgentRunner
 from harness.sim.env import make_environment
@@ -124,7 +124,7 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
             ) as turn:
                 try:
                     agent_usage.add(await spec.agent.respond(messages, env, spec.seed, spec.trial))
-                except ToolTimeout as exc:
+                except ToolUnavailable as exc:  # a tool's infrastructure, under every runner
                     raise _SideFailed(Side.TOOL, exc) from exc
                 except AgentCrashed:
                     raise

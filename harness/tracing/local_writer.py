@@ -290,7 +290,6 @@ def new_id() -> str:
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
-
 def _weave_attributes() -> dict[str, str]:
     """The attributes weave 0.54 adds to every call."""
     return {
