@@ -2,7 +2,9 @@
 
 A judgement is JSON the model must produce; a reply that cannot be parsed is asked again (with a
 different seed, so the cache does not return the same reply) and, after the retries, is an
-`error` outcome of the judge, never a fail.
+`error` outcome of the judge, never a fail. Every attempt that got a reply is accounted: `ask`
+adds its usage (the unparseable replies' included) to the caller's `Usage`, so that a run's cost
+counts what its judges spent.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from harness.domains import Environment, UnknownDomain, resolve_domain
 from harness.jsontext import json_values
 from harness.models import ChatModel, CompletionParams, ModelError
 from harness.specs.task import Task
-from harness.transcript import Message, Transcript
+from harness.transcript import Message, Transcript, Usage
 
 J = TypeVar("J", bound=BaseModel)
 
@@ -118,9 +120,16 @@ class JudgeError(Exception):
 
 
 async def ask(
-    model: ChatModel, prompt: list[Message], schema: type[J], retries: int, trial: int = 0
+    model: ChatModel,
+    prompt: list[Message],
+    schema: type[J],
+    retries: int,
+    trial: int = 0,
+    usage: Usage | None = None,
 ) -> J:
-    """Ask the judge until it answers in `schema`, at most 1 + `retries` times."""
+    """Ask the judge until it answers in `schema`, at most 1 + `retries` times. The usage of
+    every reply (retries and unparseable replies included) is added to `usage`, also when no
+    valid judgement came back; a call that failed without a reply adds nothing."""
     reply = ""
     for attempt in range(retries + 1):
         params = CompletionParams(temperature=0.0, max_tokens=400, seed=attempt, trial=trial)
@@ -128,6 +137,8 @@ async def ask(
             completion = await model.complete(prompt, [], params)
         except ModelError as exc:
             raise JudgeError(str(exc)) from None
+        if usage is not None:
+            usage.add(completion.usage)
         reply = completion.message.content
         if (parsed := parse(reply, schema)) is not None:
             return parsed

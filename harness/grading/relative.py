@@ -1,7 +1,8 @@
 """Relative grading: which of two transcripts of the same task, persona and trial is better.
 
 The judge is asked twice with the positions swapped; a winner is declared only when both orders
-agree, and any disagreement is a tie, which cancels the judge's position bias.
+agree, and any disagreement is a tie, which cancels the judge's position bias. The verdict carries
+the usage of every judge call it made (`PairVerdict.usage`), for the caller to count.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pydantic import BaseModel, Field
 from harness.grading.judge import JudgeError, Preference, ask, pairwise_prompt, task_domain
 from harness.models import ChatModel
 from harness.specs.task import Task
-from harness.transcript import Transcript
+from harness.transcript import Transcript, Usage
 
 Winner = Literal["a", "b", "tie"]
 
@@ -27,6 +28,11 @@ class PairVerdict(BaseModel):
     a_first: str = Field(default="", description="Judgement with A shown first.")
     b_first: str = Field(default="", description="Judgement with B shown first.")
     error: str | None = Field(default=None, description="Why no judgement was made.")
+    usage: Usage = Field(
+        default_factory=Usage,
+        description="Usage of the judge's calls for this pair: both orders, retries and "
+        "unparseable replies included (also when the judge failed).",
+    )
 
 
 def _as_side(better: str, first: Winner) -> Winner:
@@ -45,11 +51,14 @@ async def compare_pair(
     goal, domain = task.scenario.reason, task_domain(task)
     a_shown_first = pairwise_prompt(goal, a, b, domain)
     b_shown_first = pairwise_prompt(goal, b, a, domain)
+    spent = Usage()
     try:
-        a_first = await ask(judge, a_shown_first, Preference, retries, a.trial)
-        b_first = await ask(judge, b_shown_first, Preference, retries, a.trial)
+        a_first = await ask(judge, a_shown_first, Preference, retries, a.trial, spent)
+        b_first = await ask(judge, b_shown_first, Preference, retries, a.trial, spent)
     except JudgeError as exc:
-        return PairVerdict(task_id=a.task_id, trial=a.trial, winner=None, error=str(exc))
+        return PairVerdict(
+            task_id=a.task_id, trial=a.trial, winner=None, error=str(exc), usage=spent
+        )
     first, second = _as_side(a_first.better, "a"), _as_side(b_first.better, "b")
     return PairVerdict(
         task_id=a.task_id,
@@ -57,4 +66,5 @@ async def compare_pair(
         winner=first if first == second else "tie",
         a_first=a_first.reasoning,
         b_first=b_first.reasoning,
+        usage=spent,
     )

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.transcript import Side
+from harness.transcript import Side, Usage
 
 Outcome = Literal["pass", "fail", "error"]
 
@@ -21,6 +21,7 @@ class Finding:
     score: float | None = None  # None: 1 for a pass, 0 otherwise
     error_side: Side = Side.CHECKER  # who failed, when the outcome is an error
     sandbox: str | None = None  # where checker code ran (docker, bwrap, subprocess)
+    usage: Usage | None = None  # model calls the check made (a judge's), when any replied
 
 
 class CheckResult(BaseModel):
@@ -44,6 +45,11 @@ class CheckResult(BaseModel):
     sandbox: str | None = Field(
         default=None,
         description="Where checker code ran: docker, bwrap, or subprocess (no boundary).",
+    )
+    usage: Usage | None = Field(
+        default=None,
+        description="Usage of the model calls the check made (an LLM judge's, retries and "
+        "unparseable replies included); None when it called no model or none replied.",
     )
 
     @property
@@ -77,3 +83,12 @@ class Verdict(BaseModel):
         """Soft checks that could not decide: they leave the outcome alone but the episode's
         evidence is incomplete, so reports show them and the gate counts them as errors."""
         return [c for c in self.checks if c.undecided]
+
+    def judge_usage(self) -> Usage:
+        """The usage of every model call made to grade the episode (its checks' judges),
+        summed; an empty usage when no check called a model."""
+        total = Usage()
+        for check in self.checks:
+            if check.usage is not None:
+                total.add(check.usage)
+        return total

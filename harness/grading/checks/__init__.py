@@ -3,7 +3,9 @@ together with `@register_check(SpecModel)`. Adding a kind is one new module, nam
 `harness.specs.checks.BUILTIN_KINDS` (or, for a plug-in, in a `harness.checks` entry point).
 
 A handler is `(spec, transcript, context) -> Finding` (or an `(outcome, reason)` pair), sync or
-async. The context gives what some kinds need: the task, and the model runtime for judges.
+async. The context gives what some kinds need: the task, and the model runtime for judges. A
+handler that calls models reports their usage in `Finding.usage` (optional): it is stored with
+the check's result and counted in the episode's cost (`Verdict.judge_usage`).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ async def run_check(spec: CheckBase, transcript: Transcript, context: CheckConte
         weight=spec.weight,
         diagnostic=spec.diagnostic,
         sandbox=found.sandbox,
+        usage=found.usage,
     )
 
 

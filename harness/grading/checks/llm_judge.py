@@ -12,7 +12,7 @@ from harness.grading.result import Finding
 from harness.models import ModelError
 from harness.specs.agent import ModelRef
 from harness.specs.checks import CheckBase
-from harness.transcript import Side, Transcript
+from harness.transcript import Side, Transcript, Usage
 
 
 class LLMJudgeCheck(CheckBase):
@@ -44,10 +44,16 @@ async def check_llm_judge(
         model = context.runtime.model(reference, role="judge")
     except Exception as exc:  # a judge that cannot start is the judge's error, not the checker's
         return Finding("error", f"judge: cannot start {reference.id}: {exc}", error_side=Side.JUDGE)
+    spent = Usage()  # every reply the judge gave, the unparseable ones included
     try:
         domain = task_domain(context.task)
         prompt = criterion_prompt(spec.criterion, spec.rubric, transcript, domain)
-        judgement = await ask(model, prompt, Judgement, spec.retries, transcript.trial)
+        judgement = await ask(model, prompt, Judgement, spec.retries, transcript.trial, spent)
     except (JudgeError, ModelError) as exc:
-        return Finding("error", f"judge: {exc}", error_side=Side.JUDGE)
-    return Finding("pass" if judgement.passed else "fail", judgement.reasoning)
+        return Finding("error", f"judge: {exc}", error_side=Side.JUDGE, usage=_spent(spent))
+    return Finding("pass" if judgement.passed else "fail", judgement.reasoning, usage=_spent(spent))
+
+
+def _spent(usage: Usage) -> Usage | None:
+    """The judge's usage; None when no call came back (nothing was spent)."""
+    return None if usage == Usage() else usage
