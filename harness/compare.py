@@ -5,29 +5,35 @@ pass^k, breakdowns, deltas, and the tasks that flipped."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import mean
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from harness import defaults
 from harness.grading.relative import compare_pair
+from harness.grading.result import Verdict as GradedVerdict
 from harness.models import ChatModel
 from harness.sim.suite import TaskCase
 from harness.stats import (
+    at_most,
     clustered_difference,
+    lattice_scale,
     mcnemar_exact,
     minimum_detectable_effect,
+    run_rate,
     suite_pass_hat_k,
-    task_wilson_interval,
-    win_rate,
 )
 from harness.store import EpisodeRow, Store
+from harness.transcript import EndReason, Side, Usage
 
 Key = tuple[str, int]  # (task id, trial)
 PASS_HAT_KS = (1, 2, 4, 8)  # pass^k is shown at these k and at the number of trials
-Verdict = Literal["better", "worse", "no detectable difference"]
+# B's score in one judged pair: a tie counts half a win, so 0.5 means "no better" (chess scoring)
+WIN_SCORES = {"b": 1.0, "tie": 0.5, "a": 0.0}
+Verdict = Literal["better", "worse", "no detectable difference", "undecided: errors"]
 
 
 @dataclass
@@ -53,6 +59,28 @@ class GradedEpisodes:
                 rows[(row.task_id, row.trial)] = row
         return cls(run_id, info.variant, rows, ungraded)
 
+    @classmethod
+    def from_outcomes(
+        cls, run_id: str, variant: str, outcomes: Mapping[str, Sequence[bool | None]]
+    ) -> GradedEpisodes:
+        """Graded episodes from outcomes per task and trial (True pass, False fail, None an
+        error of the agent side), without a store: for simulations of the decision rules and
+        results gathered elsewhere."""
+        rows = {}
+        for task, trials in outcomes.items():
+            for trial, outcome in enumerate(trials):
+                verdict = GradedVerdict(
+                    task_id=task,
+                    trial=trial,
+                    outcome="error" if outcome is None else ("pass" if outcome else "fail"),
+                    error_side=Side.AGENT if outcome is None else None,
+                )
+                end = EndReason.ERROR if outcome is None else EndReason.USER_STOP
+                rows[(task, trial)] = EpisodeRow(
+                    task, trial, end, 1, Usage(), Usage(), 0.0, verdict
+                )
+        return cls(run_id, variant, rows)
+
     def only_tasks(self, task_ids: set[str]) -> GradedEpisodes:
         """The same run restricted to some tasks (the tasks two suites share)."""
         rows = {key: row for key, row in self.rows.items() if key[0] in task_ids}
@@ -74,6 +102,26 @@ class GradedEpisodes:
             by_task[key[0]].append(self.passed(key))
         return dict(by_task)
 
+    def keys(self) -> set[Key]:
+        """Every stored episode's (task, trial), graded or not."""
+        return {*self.rows, *self.ungraded}
+
+    def missing(self, key: Key) -> bool:
+        """No evidence for this episode: an error verdict, or no verdict at all."""
+        return key not in self.rows or self.outcome(key) == "error"
+
+    def imputed(self, keys: Iterable[Key], errors_pass: bool) -> dict[str, list[bool]]:
+        """Pass/fail per task over the keys, each episode without evidence counted as a pass
+        (`errors_pass`) or as a fail: the two ends between which the hidden outcomes lie."""
+        by_task: dict[str, list[bool]] = defaultdict(list)
+        for key in sorted(keys):
+            by_task[key[0]].append(errors_pass if self.missing(key) else self.passed(key))
+        return dict(by_task)
+
+    def graded_outcomes(self) -> dict[str, list[bool]]:
+        """Pass/fail per task over every episode with evidence."""
+        return self.outcomes(key for key in self.rows if self.outcome(key) != "error")
+
 
 class PassRate(BaseModel):
     """A pass rate over graded episodes, with its interval counting tasks, not trials."""
@@ -85,8 +133,11 @@ class PassRate(BaseModel):
     passed: int = Field(description="Episodes that passed.")
     n: int = Field(description="Episodes counted.")
     tasks: int = Field(default=0, description="Tasks counted: the unit of the interval.")
-    low: float = Field(description="Lower end of the 95% Wilson interval over tasks.")
-    high: float = Field(description="Upper end of the 95% Wilson interval over tasks.")
+    low: float = Field(
+        description="Lower end of the 95% interval of the rate, clustered by task "
+        "(`harness.stats.run_rate`)."
+    )
+    high: float = Field(description="Upper end of the same interval.")
 
 
 class RunPassRate(PassRate):
@@ -115,7 +166,7 @@ class TaskDifference(BaseModel):
     worse_tasks: int = Field(description="Tasks whose pass rate is lower in B.")
     mde: float = Field(
         description="Minimum detectable effect at this size: the difference a two-sided test "
-        "at 0.05 finds with 80% power (`harness.stats.minimum_detectable_effect`)."
+        "at alpha finds with 80% power (`harness.stats.minimum_detectable_effect`)."
     )
 
 
@@ -171,9 +222,37 @@ class RelativeJudgement(BaseModel):
     a_wins: int = Field(description="Pairs the judge gave to A.")
     ties: int = Field(description="Pairs judged even.")
     judge_errors: int = Field(description="Pairs the judge failed to decide.")
-    win_rate: float = Field(description="B's win rate, a tie counting half.")
-    low: float = Field(description="Lower end of the 95% interval of the win rate.")
-    high: float = Field(description="Upper end of the 95% interval of the win rate.")
+    win_rate: float = Field(
+        description="B's win rate, a tie counting half: the mean of per-task win rates."
+    )
+    low: float = Field(
+        description="Lower end of the 95% interval of the win rate, clustered by task."
+    )
+    high: float = Field(description="Upper end of the same interval.")
+    tasks: int = Field(default=0, description="Tasks with at least one decided pair.")
+    usage: Usage = Field(default_factory=Usage, description="The judge's calls, both orders.")
+
+
+class SideErrors(BaseModel):
+    """One side's episodes without evidence among the (task, trial) pairs both runs played."""
+
+    episodes: int = Field(description="Pairs both runs played.")
+    missing: int = Field(
+        description="This side's episodes among them with an error verdict or none."
+    )
+    rate: float = Field(description="missing / episodes.")
+
+
+class ErrorBounds(BaseModel):
+    """The comparison redone with every episode without evidence counted as a pass and as a
+    fail for the side that erred: the decision must hold at both ends."""
+
+    a_favoured: TaskDifference = Field(
+        description="B - A with A's errors counted as passes and B's as fails."
+    )
+    b_favoured: TaskDifference = Field(
+        description="B - A with B's errors counted as passes and A's as fails."
+    )
 
 
 class ComparisonResult(BaseModel):
@@ -186,7 +265,19 @@ class ComparisonResult(BaseModel):
     tasks: TaskDifference = Field(description="B - A with the task as the unit.")
     alpha: float = Field(default=0.05, description="Significance level of the verdict.")
     verdict: Verdict = Field(
-        description="better or worse when the two-sided task-level test is below alpha."
+        description="better or worse when the two-sided task-level test is at most alpha over "
+        "the pairs both graded and also with every error counted either way; 'undecided: "
+        "errors' when the errors could change it or either side is over the error ceiling."
+    )
+    verdict_reason: str = Field(default="", description="Why the verdict is undecided, if so.")
+    max_error_rate: float = Field(
+        default=defaults.MAX_ERROR_RATE,
+        description="The error ceiling: a side with more missing evidence gets no verdict.",
+    )
+    errors_a: SideErrors | None = Field(default=None, description="A's missing evidence.")
+    errors_b: SideErrors | None = Field(default=None, description="B's missing evidence.")
+    bounds: ErrorBounds | None = Field(
+        default=None, description="The difference with errors counted either way, if any."
     )
     mcnemar: PairedTest = Field(description="Exact McNemar test, assuming independent trials.")
     pass_hat_k: list[PassHatK] = Field(
@@ -206,23 +297,23 @@ class ComparisonResult(BaseModel):
 
 
 def paired_keys(a: GradedEpisodes, b: GradedEpisodes) -> tuple[list[Key], set[Key]]:
-    """The (task, trial) pairs both sides graded without error, and those left out."""
-    shared = set(a.rows) & set(b.rows)
-    errored = {k for k in shared if "error" in (a.outcome(k), b.outcome(k))}
+    """The (task, trial) pairs both sides graded without error, and those left out (both
+    played them, at least one without evidence)."""
+    shared = a.keys() & b.keys()
+    errored = {k for k in shared if a.missing(k) or b.missing(k)}
     return sorted(shared - errored), errored
 
 
 def pass_rate(outcomes: dict[str, list[bool]]) -> PassRate:
-    """The pass rate of graded outcomes by task, with its interval counting tasks."""
-    flat = [o for trials in outcomes.values() for o in trials]
-    interval = task_wilson_interval(outcomes)
+    """The pass rate of graded outcomes by task, with its interval clustered by task."""
+    found = run_rate(outcomes)
     return PassRate(
-        rate=interval.estimate,
-        passed=sum(flat),
-        n=len(flat),
-        tasks=len(outcomes),
-        low=interval.low,
-        high=interval.high,
+        rate=found.estimate,
+        passed=round(found.passed),
+        n=found.episodes,
+        tasks=found.tasks,
+        low=found.low,
+        high=found.high,
     )
 
 
@@ -231,6 +322,7 @@ def task_difference(
 ) -> TaskDifference:
     """B - A over the tasks both sides have, the task as the unit (`clustered_difference`)."""
     found = clustered_difference(a, b)
+    scale = lattice_scale([*a.values(), *b.values()])
     return TaskDifference(
         tasks=found.tasks,
         difference=found.difference,
@@ -243,15 +335,53 @@ def task_difference(
         exact=found.test.exact,
         better_tasks=found.better,
         worse_tasks=found.worse,
-        mde=minimum_detectable_effect(found.se, found.tasks, alpha),
+        mde=minimum_detectable_effect(found.se, found.tasks, alpha, scale=scale),
     )
 
 
 def verdict_of(difference: TaskDifference, alpha: float) -> Verdict:
     """better / worse when the two-sided task-level test rejects at alpha."""
-    if difference.p_value >= alpha:
+    if not at_most(difference.p_value, alpha):
         return "no detectable difference"
     return "better" if difference.difference > 0 else "worse"
+
+
+def side_errors(side: GradedEpisodes, shared: set[Key]) -> SideErrors:
+    missing = sum(side.missing(key) for key in shared)
+    return SideErrors(
+        episodes=len(shared), missing=missing, rate=missing / len(shared) if shared else 0.0
+    )
+
+
+def decide(
+    paired: TaskDifference,
+    bounds: ErrorBounds | None,
+    errors: tuple[SideErrors, SideErrors],
+    alpha: float,
+    max_error_rate: float,
+) -> tuple[Verdict, str]:
+    """The verdict over the pairs both graded, if it holds with every error counted either way
+    and neither side is over the error ceiling; else 'undecided: errors' with the reason."""
+    over = [
+        f"{name} lacks evidence on {e.missing}/{e.episodes} episodes ({e.rate:.1%})"
+        for name, e in zip("AB", errors, strict=True)
+        if e.rate > max_error_rate
+    ]
+    if over:
+        return "undecided: errors", (
+            f"{'; '.join(over)}, over the error ceiling of {max_error_rate:.0%}"
+        )
+    verdict = verdict_of(paired, alpha)
+    if bounds is None:
+        return verdict, ""
+    ends = {
+        "A's errors as passes": verdict_of(bounds.a_favoured, alpha),
+        "B's errors as passes": verdict_of(bounds.b_favoured, alpha),
+    }
+    if set(ends.values()) == {verdict}:
+        return verdict, ""
+    said = "; ".join(f"{v} with {name}" for name, v in ends.items())
+    return "undecided: errors", f"{verdict} over the pairs both graded, but {said}"
 
 
 def pass_hat_ks(a: dict[str, list[bool]], b: dict[str, list[bool]]) -> list[PassHatK]:
@@ -299,18 +429,38 @@ def _breakdowns(
     }
 
 
+def error_bounds(
+    a: GradedEpisodes, b: GradedEpisodes, shared: set[Key], alpha: float
+) -> ErrorBounds:
+    """B - A with the pairs' missing evidence counted in A's favour and in B's."""
+    return ErrorBounds(
+        a_favoured=task_difference(a.imputed(shared, True), b.imputed(shared, False), alpha),
+        b_favoured=task_difference(a.imputed(shared, False), b.imputed(shared, True), alpha),
+    )
+
+
 def compare_episodes(
-    a: GradedEpisodes, b: GradedEpisodes, cases: list[TaskCase], alpha: float = 0.05
+    a: GradedEpisodes,
+    b: GradedEpisodes,
+    cases: list[TaskCase],
+    alpha: float = 0.05,
+    max_error_rate: float = defaults.MAX_ERROR_RATE,
 ) -> ComparisonResult:
     """The comparison of two graded runs over the (task, trial) pairs both graded without
-    error, the task as the unit. Pairs where either side errored are excluded and counted."""
+    error, the task as the unit. Pairs where either side lacks evidence are left out of the
+    figures, and the verdict must also hold with them counted as passes and as fails for the
+    side that erred (errors arise only where no hard check failed, so dropping them is biased)."""
     keys, errored = paired_keys(a, b)
+    shared = set(keys) | errored
+    errors = (side_errors(a, shared), side_errors(b, shared))
     a_out, b_out = a.outcomes(keys), b.outcomes(keys)
     pairs_a = [a.passed(k) for k in keys]
     pairs_b = [b.passed(k) for k in keys]
     test = mcnemar_exact(pairs_a, pairs_b)
     worse = mcnemar_exact(pairs_a, pairs_b, alternative="less")
     difference = task_difference(a_out, b_out, alpha)
+    bounds = error_bounds(a, b, shared, alpha) if errored else None
+    verdict, reason = decide(difference, bounds, errors, alpha, max_error_rate)
     flips_down, flips_up = [], []
     for task_id in sorted(a_out):
         rate_a, rate_b = mean(a_out[task_id]), mean(b_out[task_id])
@@ -326,7 +476,12 @@ def compare_episodes(
         excluded_errors=len(errored),
         tasks=difference,
         alpha=alpha,
-        verdict=verdict_of(difference, alpha),
+        verdict=verdict,
+        verdict_reason=reason,
+        max_error_rate=max_error_rate,
+        errors_a=errors[0],
+        errors_b=errors[1],
+        bounds=bounds,
         mcnemar=PairedTest(
             b_only=test.b_only, a_only=test.a_only, p_value=test.p_value, p_b_worse=worse.p_value
         ),
@@ -349,7 +504,8 @@ async def judge_pairs(
     """The relative judge over every (task, trial) both sides played: win rate of B over A."""
     tasks = {case.task.id: case.task for case in cases}
     a_transcripts = {(t.task_id, t.trial): t for t, _, _ in store.transcripts(a.run_id)}
-    wins = losses = ties = failures = 0
+    scores: dict[str, list[float]] = defaultdict(list)
+    failures, usage = 0, Usage()
     for transcript, _, _ in store.transcripts(b.run_id):
         key = (transcript.task_id, transcript.trial)
         if key not in a_transcripts or transcript.task_id not in tasks:
@@ -357,31 +513,38 @@ async def judge_pairs(
         verdict = await compare_pair(
             tasks[transcript.task_id], a_transcripts[key], transcript, judge
         )
+        usage.add(verdict.usage)
         if verdict.winner is None:
             failures += 1
         else:
-            wins += verdict.winner == "b"
-            losses += verdict.winner == "a"
-            ties += verdict.winner == "tie"
-    rate = win_rate(wins, losses, ties)
+            scores[transcript.task_id].append(WIN_SCORES[verdict.winner])
+    flat = [s for trials in scores.values() for s in trials]
+    rate = run_rate(scores)
     return RelativeJudgement(
-        b_wins=wins,
-        a_wins=losses,
-        ties=ties,
+        b_wins=flat.count(1.0),
+        a_wins=flat.count(0.0),
+        ties=flat.count(0.5),
         judge_errors=failures,
-        win_rate=rate.estimate,
+        win_rate=rate.estimate if flat else 0.5,
         low=rate.low,
         high=rate.high,
+        tasks=rate.tasks,
+        usage=usage,
     )
 
 
 async def compare_runs(
-    store: Store, run_a: str, run_b: str, cases: list[TaskCase], judge: ChatModel | None = None
+    store: Store,
+    run_a: str,
+    run_b: str,
+    cases: list[TaskCase],
+    judge: ChatModel | None = None,
+    max_error_rate: float = defaults.MAX_ERROR_RATE,
 ) -> ComparisonResult:
     """Compare two stored runs; with a judge, also ask it which transcript of each pair is
     better. The one comparison of stored runs, for the `compare` node and command alike."""
     a, b = GradedEpisodes.load(store, run_a), GradedEpisodes.load(store, run_b)
-    result = compare_episodes(a, b, cases)
+    result = compare_episodes(a, b, cases, max_error_rate=max_error_rate)
     if judge is not None:
         result.relative = await judge_pairs(store, a, b, cases, judge)
     return result

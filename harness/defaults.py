@@ -22,6 +22,9 @@ STOP_SIGNALS = (STOP_SIGNAL, TRANSFER_SIGNAL, OUT_OF_SCOPE_SIGNAL)
 """Markers a simulated user ends an episode with."""
 
 GATE_CONFIG = Path("ci/gate.yaml")
+MAX_ERROR_RATE = 0.05
+"""Most share of a run's episodes without evidence before a gate or a comparison decides
+nothing (`max_error_rate` of a gate, `--max-error-rate` of compare)."""
 
 MODEL_TIMEOUT_S = 60.0
 """Seconds one model call may take before it counts as failed (and is retried)."""

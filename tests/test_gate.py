@@ -15,7 +15,7 @@ from tests.conftest import JUDGE, ROOT, SCRIPTED, newest_run, run_harness, scrip
 
 
 def eval_run(store: Path, agent: str, *extra: str) -> str:
-    scripted_eval(store, agent, "--trials", "2", *extra)
+    scripted_eval(store, agent, "--trials", "3", *extra)  # the fewest that can show a regression
     return newest_run(store)
 
 
@@ -58,19 +58,21 @@ def test_a_variant_that_forbids_refunds_fails_naming_the_tasks(runs: dict, tmp_p
     done = gate(runs, "broken", tmp_path)
     assert done.returncode == 1
     assert "gate: FAIL" in done.stdout
-    assert (
-        "regression suite: refund-by-email, refund-delivered passed on the baseline and fail "
-        "in every trial now"
-    ) in done.stdout
+    failed = (
+        "regression suite: 2 of 8 regression-tagged tasks declined (refund-by-email 3/3 -> 0/3, "
+        "refund-delivered 3/3 -> 0/3); per-task Fisher tests combined, exact p = 0.0073; "
+        "family-adjusted p = 0.0178 <= alpha 0.05"
+    )
+    assert failed in done.stdout
     # 5 of 22 tasks worse and 1 better: with the task as the unit (the scripted agent repeats
     # every trial) that is not significant, whatever McNemar over (task, trial) pairs says.
     summary = (tmp_path / "summary.md").read_text()
     assert summary.startswith("## Gate: ❌ **FAIL**")
-    assert "- regression suite: refund-by-email, refund-delivered" in summary
+    assert f"- {failed}" in summary
     assert (
         "- ✅ not worse than the baseline: pass rate 77.3% -> 59.1% (task-clustered difference "
-        "-18.2%, 95% CI -40.9% to +4.5%; 5 of 22 tasks worse, 1 better; one-sided sign-flip "
-        "p = 0.1094, not below alpha 0.05)"
+        "-18.2%, 95% CI -40.9% to +4.5%); 5 of 22 tasks worse, 1 better; one-sided exact "
+        "sign-flip p = 0.1094; family-adjusted p = 0.4385 > alpha 0.05"
     ) in summary
     assert "- ✅ errors: candidate run " in summary  # every rule that holds is listed too
 
@@ -84,7 +86,7 @@ def test_a_variant_that_forbids_refunds_fails_naming_the_tasks(runs: dict, tmp_p
     }
     assert {"refund-by-email", "refund-delivered", "snapshot-refund"} <= failed
     refund = next(r for r in cases["refund-delivered"].result if isinstance(r, Failure))
-    assert "order refunded" in refund.message and refund.message.startswith("2/2 trials failed")
+    assert "order refunded" in refund.message and refund.message.startswith("3/3 trials failed")
     assert not any(isinstance(r, Error) for case in cases.values() for r in case.result)
     [gate_case] = list(suites["gate"])
     assert "regression suite" in gate_case.result[0].message
@@ -106,7 +108,9 @@ def test_baseline_show_and_history(runs: dict) -> None:
     shown = run_harness("baseline", "show", "--store", runs["store"])
     assert shown.returncode == 0
     assert shown.stdout.startswith(f"baseline: {runs['baseline']} (support-baseline ")
-    assert "pass rate 77.3% (34/44" in shown.stdout
+    assert "pass rate 77.3% (51/66 episodes, 95% CI 56.6%-89.9%, clustered by 22 tasks)" in (
+        shown.stdout
+    )
     listed = run_harness("history", "--store", runs["store"], COLUMNS="200")
     assert listed.returncode == 0
     rows = [line for line in listed.stdout.splitlines() if line.startswith("│ support")]
@@ -130,14 +134,16 @@ def test_compare_two_stored_runs(runs: dict, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "A support-baseline" in out and "B support-no-refunds" in out
-    assert "exact McNemar p = 0.0386 (2 pairs only B passed, 10 only A) over 44 pairs" in out
+    assert "exact McNemar p = 0.0075 (3 pairs only B passed, 15 only A) over 66 pairs" in out
     assert "pass^2: A 77.3%, B 59.1%" in out
     assert "relative judge: B wins" in out
     assert (
         "flipped to fail: refund-already-refunded, refund-by-email, refund-delivered, "
         "snapshot-refund"
     ) in out
-    assert "| pass rate | 77.3% (34/44" in (tmp_path / "ab.md").read_text()
+    assert "| pass rate | 77.3% (51/66, 95% CI 56.6%-89.9% clustered by 22 tasks)" in (
+        (tmp_path / "ab.md").read_text()
+    )
 
 
 def test_compare_two_variants_on_the_same_seeds(tmp_path: Path) -> None:
@@ -208,7 +214,7 @@ def test_the_same_two_flipped_tasks_give_the_same_decision_at_1_3_and_6_trials(
     (task, trial) pairs grows "significant" with repeats, the task-level decision does not."""
     config = tmp_path / "gate.yaml"
     config.write_text("kind: gate\nalpha: 0.05\nregression_tags: []\n")
-    verdicts, decisions, mcnemar = set(), set(), []
+    verdicts, decisions, mcnemar, mdes = set(), set(), [], []
     for trials in ("1", "3", "6"):
         store = tmp_path / f"r{trials}.db"
         done = run_harness(
@@ -233,7 +239,8 @@ def test_the_same_two_flipped_tasks_give_the_same_decision_at_1_3_and_6_trials(
         )
         assert done.returncode == 0, done.stderr
         [verdict] = [line for line in done.stdout.splitlines() if line.startswith("verdict:")]
-        verdicts.add(verdict)
+        verdicts.add(verdict.split(";")[0])
+        mdes.append(verdict.split("at this size: ")[1])
         [line] = [line for line in done.stdout.splitlines() if "exact McNemar p" in line]
         mcnemar.append(line.split("p = ")[1].split()[0])
         gated = run_harness(
@@ -259,10 +266,12 @@ def test_the_same_two_flipped_tasks_give_the_same_decision_at_1_3_and_6_trials(
             ).split("(task-clustered")[1]
         )
     assert verdicts == {
-        "verdict: no detectable difference (two-sided p = 0.5000 over 22 tasks, alpha 0.05); "
-        "minimum detectable effect at this size: 27.3 points"
+        "verdict: no detectable difference (two-sided p = 0.5000 over 22 tasks, alpha 0.05)"
     }
-    assert len(decisions) == 1 and "one-sided sign-flip p = 0.2500" in decisions.pop()
+    # at 1 trial the floor is 6 whole tasks of 22; with more trials the lattice is finer and
+    # the clustered standard error (2 of 22 tasks moved) sets it
+    assert mdes == ["27.3 points", "17.6 points", "17.6 points"]
+    assert len(decisions) == 1 and "one-sided exact sign-flip p = 0.2500" in decisions.pop()
     assert mcnemar == ["0.5000", "0.0312", "0.0005"]  # what the old rule decided on
 
 
@@ -321,6 +330,29 @@ def test_a_misconfigured_judge_fails_the_gate_naming_the_error_rule(tmp_path: Pa
         done.stdout
     )
     assert "newest run of the baseline's suite and lineage" in done.stdout
+    # compare applies the gate's error ceiling: no verdict on a run a third of which errored
+    candidate = latest_run(store, "support-careful")
+    compared = run_harness(
+        "compare", baseline, candidate, "--store", store, "--no-relative", COLUMNS="400"
+    )
+    assert compared.returncode == 0, compared.stderr
+    assert (
+        "verdict: undecided: errors: B lacks evidence on 2/6 episodes (33.3%), over the error "
+        "ceiling of 5%"
+    ) in compared.stdout
+    assert "errors: A 0/6 (0.0%), B 2/6 (33.3%) of the pairs both played" in compared.stdout
+    loose = run_harness(
+        "compare",
+        baseline,
+        candidate,
+        "--store",
+        store,
+        "--no-relative",
+        "--max-error-rate",
+        "0.5",
+        COLUMNS="400",
+    )
+    assert "verdict: no detectable difference" in loose.stdout
 
 
 def test_unpriced_models_block_a_cost_budget() -> None:

@@ -11,8 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.registry import DuplicateEntry, Registry
+from harness.specs.gate import Gate
 from tests.conftest import ROOT, run_harness
 
 CLINIC = ROOT / "examples" / "harness-clinic"
@@ -75,14 +77,23 @@ def test_an_installed_plugin_package_goes_through_the_whole_flywheel(
         "gate", "--config", "ci/gate.yaml", "--candidate", quick, "--baseline", production
     )
     assert gated.returncode == 1, gated.stderr
-    assert "cancel-someone-elses passed on the baseline" in " ".join(gated.stdout.split())
+    said = " ".join(gated.stdout.split())
+    assert "- tasks: 3 graded on both sides, fewer than the minimum of 5" in said
+    # one trial each: the regression shows, but cannot be significant; the gate says so
+    assert (
+        "?? regression suite: 1 of 2 regression-tagged tasks declined (cancel-someone-elses "
+        "1/1 -> 0/1)" in said
+    )
+    assert "use trials >= 3 on both sides" in said
 
 
 def test_a_misspelt_plugin_check_kind_is_located(clinic_site: Path, tmp_path: Path) -> None:
     project = tmp_path / "clinic"
     shutil.copytree(CLINIC / "project", project)
     task = project / "tasks" / "book-dermatology.yaml"
-    task.write_text(task.read_text().replace("  - kind: no_double_booking\n", "  - kind: no_double_bookin\n"))
+    task.write_text(
+        task.read_text().replace("  - kind: no_double_booking\n", "  - kind: no_double_bookin\n")
+    )
     bad = run_harness("validate", "tasks", cwd=project, PYTHONPATH=str(clinic_site))
     assert bad.returncode == 2
     assert "unknown kind 'no_double_bookin'" in bad.stderr and "no_double_booking" in bad.stderr
@@ -122,24 +133,47 @@ def test_a_task_names_its_domain_by_file(tmp_path: Path) -> None:
     )
     bad = run_harness("validate", "tasks", cwd=tmp_path)
     assert bad.returncode == 2
-    assert "tasks/t.yaml:5:1: domain: domain '" in bad.stderr and "defines no 'NoDesk'" in bad.stderr
+    assert (
+        "tasks/t.yaml:5:1: domain: domain '" in bad.stderr and "defines no 'NoDesk'" in bad.stderr
+    )
 
 
 def test_harness_init_passes_out_of_the_box(tmp_path: Path) -> None:
     made = run_harness("init", "proj", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     project = tmp_path / "proj"
-    ran = run_harness("run-eval", "--tasks", "tasks", "--agent", "agents/baseline.yaml", cwd=project)
+    ran = run_harness(
+        "run-eval", "--tasks", "tasks", "--agent", "agents/baseline.yaml", cwd=project
+    )
     assert ran.returncode == 0, ran.stderr
-    assert re.search(r"pass rate 100\.0% \(2/2", ran.stdout)
+    assert re.search(r"pass rate 83\.3% \(5/6", ran.stdout)  # production fails check-shelf-first
     valid = run_harness("validate", "tasks", "personas", "agents", "dags", "ci", cwd=project)
     assert valid.returncode == 0, valid.stderr
     pipeline = run_harness("run-eval", "dags/compare.yaml", cwd=project)
     assert pipeline.returncode == 0, pipeline.stderr
-    assert "gate: PASS" in pipeline.stdout
+    assert "flipped to pass: check-shelf-first" in pipeline.stdout  # what the candidate fixes
+    # a pass with no rule undecided ("gate: PASS (1 undecided)"): the starter gate can decide
+    assert re.search(r"^gate: PASS *$", pipeline.stdout, re.MULTILINE), pipeline.stdout
     again = run_harness("init", "proj", cwd=tmp_path)
     assert again.returncode == 2
     assert again.stderr.strip() == "harness init: proj exists and is not an empty folder"
+
+
+def test_harness_init_gate_can_fire_on_its_suite() -> None:
+    """Issue 24: the starter gate asks for as many tasks as its test over tasks needs to find a
+    drop at its alpha, the starter suite has them, and each level floor has tasks enough that
+    all of them failing would be significant."""
+    project = ROOT / "harness" / "scaffold" / "project"
+    gate = Gate.model_validate(yaml.safe_load((project / "ci" / "gate.yaml").read_text()))
+    fewest = next(m for m in range(1, 20) if 2.0**-m <= gate.alpha)
+    assert fewest == 5 and gate.min_tasks >= fewest
+    tasks = [yaml.safe_load(path.read_text()) for path in (project / "tasks").glob("*.yaml")]
+    assert len(tasks) >= gate.min_tasks
+    assert {task["level"] for task in tasks} == {1, 2}
+    assert any(set(task["tags"]) & set(gate.regression_tags) for task in tasks)
+    for level, floor in gate.level_floors.items():
+        on_level = sum(task["level"] == level for task in tasks)
+        assert (1 - floor) ** on_level <= gate.alpha, f"level {level} floor cannot fire"
 
 
 def test_project_plugins_register_for_every_command(tmp_path: Path) -> None:
@@ -186,6 +220,7 @@ def test_registries_refuse_a_second_entry_under_a_name() -> None:
 
 def test_task_selection_is_the_same_for_list_and_run(cli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # ids on one line
+
     def listed(*options: str) -> list[str]:
         result = cli("tasks", "list", "tasks/support", *options)
         assert result.exit_code == 0, result.output

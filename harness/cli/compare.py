@@ -55,6 +55,15 @@ def compare(
     no_relative: Annotated[
         bool, typer.Option("--no-relative", help="Skip the pairwise relative judge.")
     ] = False,
+    max_error_rate: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            max=1,
+            help="Most share of either run's episodes without evidence (errors, ungraded): "
+            "above it the verdict is 'undecided: errors', as the gate's ceiling.",
+        ),
+    ] = defaults.MAX_ERROR_RATE,
     markdown: Annotated[Path | None, typer.Option(help="Also write a Markdown summary.")] = None,
     set_: Annotated[
         list[str] | None,
@@ -73,7 +82,8 @@ def compare(
     """Is variant B better than A? Paired statistics on the same tasks, personas and seeds.
 
     A one-line verdict (better, worse, or no detectable difference with the minimum detectable
-    effect), pass rates with intervals, their difference with the task as the unit (paired
+    effect; undecided when errors could change it or either run is over --max-error-rate),
+    pass rates with intervals clustered by task, their difference with the task as the unit (paired
     cluster bootstrap, sign-flip test over tasks; McNemar over trials shown for reference only),
     pass^k at k = 1, 2, 4, 8, n, the relative judge's win rate, breakdowns per level and tag,
     cost/latency/turn deltas and the tasks that flipped. Either plays both variants, or compares
@@ -100,7 +110,7 @@ def compare(
                 )
             relative = None if no_relative else judge
             with json_stdout(as_json):
-                done = compare_stored(options, runs[0], runs[1], relative, markdown)
+                done = compare_stored(options, runs[0], runs[1], relative, markdown, max_error_rate)
             if as_json:
                 print_json(stored_summary(store, runs, [done.result], files=done.files))
                 return
@@ -113,7 +123,16 @@ def compare(
             raise SpecError.at(Location("compare"), "", "--a, --b and --tasks go together")
         selection = task_selection(ids, tags, level, sample, seed, limit)
         data = compare_dag(
-            tasks, a, b, personas, trials, concurrency, judge, not no_relative, selection
+            tasks,
+            a,
+            b,
+            personas,
+            trials,
+            concurrency,
+            judge,
+            not no_relative,
+            selection,
+            max_error_rate,
         )
         if markdown:
             data["nodes"]["report"]["with"] = {"markdown": str(markdown)}

@@ -130,8 +130,8 @@ def baseline_show(store: StoreOpt = defaults.RESULTS_STORE) -> None:
         suite = run_suite(results, info)
         typer.echo(
             f"baseline: {run_id} ({figures.variant} {figures.variant_hash}), pass rate "
-            f"{figures.rate:.1%} ({figures.passed}/{figures.graded}, 95% Wilson CI "
-            f"{figures.low:.1%}-{figures.high:.1%}); suite {suite_id(suite)} of {len(suite)} "
+            f"{figures.rate:.1%} ({figures.passed}/{figures.graded} episodes, "
+            f"{figures.interval_text}); suite {suite_id(suite)} of {len(suite)} "
             f"tasks, set {set_at}"
         )
     results.close()

@@ -1,6 +1,7 @@
 """Acceptance is the gate, not GEPA's own score: production and the best candidate play the
-held-out validation tasks with fresh seeds, and the candidate ships only if the gate passes and
-the task-clustered paired test finds it better at the gate's alpha."""
+held-out validation tasks with fresh seeds, and the candidate ships only if the gate passes with
+no rule left undecided and the task-clustered paired test finds it better at the gate's alpha,
+also with every error counted against the candidate."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from harness.climb.search import SearchResult
 from harness.gate import gate_run, load_gate_config
 from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
+from harness.stats import at_most
 from harness.store import Store
 
 
@@ -59,10 +61,14 @@ def accept(result: SearchResult) -> Acceptance:
         f"{test.high:+.1%}), one-sided p = {test.p_better:.4f} (alpha {gate_config.alpha:g}).",
     ]
     reasons = [f"gate: {reason}" for reason in gate.reasons]
-    if test.p_better >= gate_config.alpha:
+    reasons += [f"gate: {rule.detail}" for rule in gate.rules if rule.status == "undecided"]
+    # better must hold with production's errors counted as passes and the candidate's as fails
+    worst = comparison.bounds.a_favoured if comparison.bounds else test
+    if not at_most(max(test.p_better, worst.p_better), gate_config.alpha):
         reasons.append(
-            f"not better: one-sided task-clustered p = {test.p_better:.4f} is not below alpha "
-            f"{gate_config.alpha:g}"
+            f"not better: one-sided task-clustered p = {test.p_better:.4f}"
+            + (f" ({worst.p_better:.4f} with errors against it)" if comparison.bounds else "")
+            + f" is not at most alpha {gate_config.alpha:g}"
         )
     accepted = not reasons
     if accepted:

@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from harness.compare import ComparisonResult, GradedEpisodes, compare_episodes, paired_keys
+from harness.gate.family import Sides, family
 from harness.gate.figures import (
     BudgetFigures,
     LevelFigures,
@@ -20,19 +21,17 @@ from harness.gate.history import GateWeek, gate_trend
 from harness.gate.rules import (
     budget_rules,
     error_rule,
-    graded,
-    level_rules,
+    floor_figures,
     regression_error_rule,
-    regression_suite_rule,
     run_errors,
+    statistical_rules,
     task_count_rule,
-    worse_rule,
-    worse_than_baseline,
 )
 from harness.gate.suites import check_suites, compare_suites, run_suite
 from harness.sim.suite import TaskCase
 from harness.specs.gate import Gate
 from harness.specs.load import load_spec
+from harness.stats import run_rate
 from harness.store import Store
 
 __all__ = [
@@ -47,7 +46,7 @@ __all__ = [
     "gate_run",
     "gate_trend",
     "load_gate_config",
-    "worse_than_baseline",
+    "readings",
 ]
 
 
@@ -73,7 +72,10 @@ class GateResult(BaseModel):
     )
     tasks: int = Field(default=0, description="Tasks graded (on both sides with a baseline).")
     levels: dict[int, LevelFigures] = Field(
-        default_factory=dict, description="Pass rate per level that has a floor."
+        default_factory=dict, description="Graded pass rate per level that has a floor."
+    )
+    tag_floors: dict[str, LevelFigures] = Field(
+        default_factory=dict, description="Graded pass rate per tag that has a floor."
     )
     comparison: ComparisonResult | None = Field(
         default=None, description="The candidate against the baseline, when there is one."
@@ -91,6 +93,26 @@ def load_gate_config(path: str | Path) -> Gate:
     return spec
 
 
+def readings(
+    candidate: GradedEpisodes, baseline: GradedEpisodes | None
+) -> tuple[Sides, Sides | None]:
+    """The outcomes the statistical rules are tested on: with missing evidence counted in the
+    candidate's favour (its errors as passes, the baseline's as fails), and, when anything is
+    missing, the other way round."""
+    own = candidate.keys()
+    shared = own & baseline.keys() if baseline is not None else set()
+
+    def reading(candidate_errors_pass: bool) -> Sides:
+        paired = None
+        if baseline is not None:
+            before = baseline.imputed(shared, not candidate_errors_pass)
+            paired = (before, candidate.imputed(shared, candidate_errors_pass))
+        return Sides(candidate.imputed(own, candidate_errors_pass), paired)
+
+    missing = any(candidate.missing(k) for k in own) or any(baseline.missing(k) for k in shared)
+    return reading(True), reading(False) if missing else None
+
+
 def evaluate_gate(
     config: Gate,
     candidate: GradedEpisodes,
@@ -98,26 +120,35 @@ def evaluate_gate(
     cases: list[TaskCase],
 ) -> GateResult:
     """Apply every rule of the gate. Without a baseline the comparison rules cannot apply: only
-    the error, task-count, floor and budget rules do (and the report says so)."""
+    the error, task-count, floor and budget rules do (and the report says so). The statistical
+    rules are one family: a candidate identical to the baseline fails any of them with
+    probability at most `config.alpha` (`harness.gate.family`; `bench/gate_power.py`)."""
     sides = [(candidate, "candidate"), *([(baseline, "baseline")] if baseline else [])]
     errors = [run_errors(side, role) for side, role in sides]  # type: ignore[arg-type]
     rules = [error_rule(config, figures) for figures in errors]
     rules.append(regression_error_rule(config, sides, cases))
-    keys = paired_keys(baseline, candidate)[0] if baseline is not None else []
+    graded_candidate = candidate.graded_outcomes()
     if baseline is not None:
-        tasks = len({task for task, _ in keys})
+        tasks = len({task for task, _ in paired_keys(baseline, candidate)[0]})
     else:
-        tasks = sum(1 for trials in graded(candidate).values() if trials)
+        tasks = sum(1 for trials in graded_candidate.values() if trials)
     rules.append(task_count_rule(config, tasks, baseline is not None))
-    levels, floors = level_rules(config, graded(candidate), cases)
-    rules += floors
-    comparison, failing = None, {}
+    comparison = None
     if baseline is not None:
-        comparison = compare_episodes(baseline, candidate, cases, config.alpha)
-        # Its sign-flip test on the same pairs is `worse_than_baseline`'s: not run twice.
-        rules.append(worse_rule(config, comparison, comparison.tasks.p_worse))
-        suite_rule, failing = regression_suite_rule(config, candidate, baseline, cases)
-        rules.append(suite_rule)
+        comparison = compare_episodes(
+            baseline, candidate, cases, config.alpha, config.max_error_rate
+        )
+    favoured, other = readings(candidate, baseline)
+    floors = floor_figures(config, graded_candidate, cases)
+    tested, failing = statistical_rules(
+        config,
+        family(config, favoured, cases),
+        family(config, other, cases) if other is not None else None,
+        floors,
+        cases,
+        comparison,
+    )
+    rules += tested
     budgets, spend = budget_rules(config, candidate)
     rules += spend
     reasons = [rule.detail for rule in rules if not rule.passed]
@@ -130,7 +161,8 @@ def evaluate_gate(
         baseline_run=baseline.run_id if baseline else None,
         errors=errors,
         tasks=tasks,
-        levels=levels,
+        levels={int(k.split()[1]): v for k, v in floors.items() if k.startswith("level ")},
+        tag_floors={k.split(" ", 1)[1]: v for k, v in floors.items() if k.startswith("tag ")},
         comparison=comparison,
         budgets=budgets,
         failing_tasks=failing,
@@ -165,14 +197,8 @@ def gate_run(
             cases = [case for case in cases if case.task.id in common]
     result = evaluate_gate(config, candidate, baseline, cases)
     result.notes, result.suite = notes, suite
-    rate = _rate(candidate)
+    rate = run_rate(candidate.graded_outcomes()).estimate
     store.add_gate_result(
         candidate_run, baseline_run, candidate.variant, result.passed, rate, result.reasons
     )
     return result
-
-
-def _rate(candidate: GradedEpisodes) -> float:
-    """The candidate's share of graded episodes that passed, for the history."""
-    keys = [key for key in candidate.rows if candidate.outcome(key) != "error"]
-    return sum(candidate.passed(key) for key in keys) / len(keys) if keys else 0.0

@@ -5,15 +5,36 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 
 class RuleCheck(BaseModel):
-    """One rule of the gate: passed or not, with the figures that decided it."""
+    """One rule of the gate: passed, failed or undecided, with the figures that decided it."""
 
     rule: str = Field(description="The rule's name, e.g. 'errors', 'level 1', 'cost budget'.")
-    passed: bool = Field(description="True when the rule holds.")
+    passed: bool = Field(description="False when the rule fails the gate.")
+    status: Literal["pass", "fail", "undecided"] = Field(
+        default="pass",
+        description="undecided: the evidence cannot decide this rule (too few tasks or trials "
+        "for any outcome to be significant, or errors that would fail it if counted against the "
+        "candidate); it does not fail the gate, and its line says what would decide it.",
+    )
     detail: str = Field(description="One line with the figures; the reason when it failed.")
+    p_value: float | None = Field(
+        default=None, description="A statistical rule's smallest p-value among its tests."
+    )
+    adjusted_p: float | None = Field(
+        default=None,
+        description="That test's p-value adjusted for the gate's family of tests (discrete "
+        "Bonferroni): the rule fails when it is at most alpha.",
+    )
+
+    @model_validator(mode="after")
+    def _failed(self) -> RuleCheck:
+        """A rule that did not pass has failed, unless it says it is undecided."""
+        if not self.passed:
+            self.status = "fail"
+        return self
 
 
 class LevelFigures(BaseModel):
@@ -22,15 +43,17 @@ class LevelFigures(BaseModel):
     rate: float = Field(description="Mean of the level's per-task pass rates.")
     n: int = Field(description="Graded episodes of the level.")
     tasks: int = Field(default=0, description="Graded tasks of the level: the interval's unit.")
-    low: float = Field(description="Lower end of the 95% Wilson interval over tasks.")
-    high: float = Field(description="Upper end of the 95% Wilson interval over tasks.")
+    low: float = Field(description="Lower end of the 95% interval, clustered by task.")
+    high: float = Field(description="Upper end of the 95% interval, clustered by task.")
     floor: float = Field(description="The lowest pass rate the gate allows.")
 
 
 class BudgetFigures(BaseModel):
     """The candidate's spend, measured against the gate's budgets."""
 
-    cost_usd_per_episode: float = Field(description="Mean cost per episode, agent and user.")
+    cost_usd_per_episode: float = Field(
+        description="Mean cost per episode: agent, simulated user and judge calls."
+    )
     latency_s_p95: float = Field(description="95th-percentile episode wall time in seconds.")
     unpriced_models: list[str] = Field(
         default_factory=list,
@@ -47,7 +70,7 @@ class RunErrors(BaseModel):
     errors: int = Field(description="Episodes whose verdict is an error.")
     ungraded: int = Field(description="Episodes without a verdict.")
     soft_errors: int = Field(
-        description="Episodes that passed or failed while a soft check could not decide."
+        description="Episodes that passed while a soft check could not decide."
     )
     by_side: dict[str, int] = Field(
         default_factory=dict,

@@ -5,39 +5,25 @@ regression task without evidence fails, too few tasks fail, an unpriced model fa
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from statistics import mean, quantiles
 from typing import Literal
 
 from harness.compare import ComparisonResult, GradedEpisodes
+from harness.gate.family import (
+    REGRESSION,
+    WORSE,
+    Family,
+    Member,
+    Status,
+    floors,
+    status,
+    tagged,
+)
 from harness.gate.figures import BudgetFigures, LevelFigures, RuleCheck, RunErrors
 from harness.sim.suite import TaskCase
 from harness.specs.gate import Gate
-from harness.stats import (
-    Outcomes,
-    lattice_scale,
-    sign_flip_test,
-    task_differences,
-    task_wilson_interval,
-)
-
-
-def graded(side: GradedEpisodes) -> dict[str, list[bool]]:
-    """Pass/fail per task, errors left out."""
-    return side.outcomes(key for key in side.rows if side.outcome(key) != "error")
-
-
-def worse_than_baseline(
-    baseline: Outcomes, candidate: Outcomes, alpha: float
-) -> tuple[bool, float]:
-    """The gate's significance rule, the task as the unit: a one-sided sign-flip permutation
-    test (exact when the rates sit on a lattice, as pass rates of whole trials do) that the
-    candidate's per-task pass rates are lower, at `alpha`. Both sides hold the same tasks with
-    their paired trials. `bench/gate_power.py` measures its false alarms and power."""
-    differences = task_differences(baseline, candidate)
-    scale = lattice_scale([*baseline.values(), *candidate.values()])
-    p_value = sign_flip_test(differences, scale).p_less
-    return p_value < alpha, p_value
+from harness.stats import run_rate
 
 
 def run_errors(side: GradedEpisodes, role: Literal["candidate", "baseline"]) -> RunErrors:
@@ -51,7 +37,7 @@ def run_errors(side: GradedEpisodes, role: Literal["candidate", "baseline"]) -> 
         if verdict.outcome == "error":
             errors += 1
             by_side[verdict.error_side.value if verdict.error_side else "unknown"] += 1
-        elif undecided:
+        elif undecided and verdict.outcome == "pass":
             soft += 1
             first = undecided[0].error_side
             by_side[f"{first.value if first else 'unknown'} (soft check)"] += 1
@@ -109,15 +95,15 @@ def regression_error_rule(
     config: Gate, sides: list[tuple[GradedEpisodes, str]], cases: list[TaskCase]
 ) -> RuleCheck:
     """Any error on a hard check of a regression-tagged task fails the gate."""
-    tagged = {c.task.id for c in cases if set(c.task.tags) & set(config.regression_tags)}
-    problems = [p for side, role in sides for p in _regression_problems(side, role, tagged)]
+    ids = tagged(config, cases)
+    problems = [p for side, role in sides for p in _regression_problems(side, role, ids)]
     if problems:
         detail = (
             f"regression errors: {'; '.join(problems)}: a regression-tagged task without "
             "evidence cannot pass"
         )
     else:
-        detail = f"regression errors: none on the {len(tagged)} regression-tagged tasks"
+        detail = f"regression errors: none on the {len(ids)} regression-tagged tasks"
     return RuleCheck(rule="regression errors", passed=not problems, detail=detail)
 
 
@@ -133,92 +119,129 @@ def task_count_rule(config: Gate, tasks: int, paired: bool) -> RuleCheck:
     )
 
 
-def level_rules(
+def floor_figures(
     config: Gate, outcomes: dict[str, list[bool]], cases: list[TaskCase]
-) -> tuple[dict[int, LevelFigures], list[RuleCheck]]:
-    """Each level's pass rate (the mean of its tasks' rates) against its floor. A level the
-    suite has but whose every episode errored fails: its floor cannot be shown to hold."""
-    levels: dict[int, LevelFigures] = {}
-    checks = []
-    for level, floor in sorted(config.level_floors.items()):
-        ids = {c.task.id for c in cases if c.task.level == level}
-        if not ids:
-            continue
+) -> dict[str, LevelFigures]:
+    """Each floor's graded pass rate and interval (`run_rate`), by rule name."""
+    figures = {}
+    for rule, floor, ids in floors(config, cases):
         chosen = {t: trials for t, trials in outcomes.items() if t in ids and trials}
-        if not chosen:
-            detail = f"level {level}: no graded episode on its {len(ids)} tasks"
-            checks.append(RuleCheck(rule=f"level {level}", passed=False, detail=detail))
-            continue
-        interval = task_wilson_interval(chosen)
-        flat = [o for trials in chosen.values() for o in trials]
-        levels[level] = LevelFigures(
-            rate=interval.estimate,
-            n=len(flat),
-            tasks=len(chosen),
-            low=interval.low,
-            high=interval.high,
-            floor=floor,
-        )
-        below = interval.estimate < floor
-        checks.append(
-            RuleCheck(
-                rule=f"level {level}",
-                passed=not below,
-                detail=f"level {level}: pass rate {interval.estimate:.1%} ({sum(flat)}/"
-                f"{len(flat)}, {len(chosen)} tasks) is {'below' if below else 'at or above'} "
-                f"the floor of {floor:.0%}",
+        if chosen:
+            found = run_rate(chosen)
+            figures[rule] = LevelFigures(
+                rate=found.estimate,
+                n=found.episodes,
+                tasks=found.tasks,
+                low=found.low,
+                high=found.high,
+                floor=floor,
             )
+    return figures
+
+
+def statistical_rules(
+    config: Gate,
+    favoured: Family,
+    other: Family | None,
+    graded_floors: dict[str, LevelFigures],
+    cases: list[TaskCase],
+    comparison: ComparisonResult | None,
+) -> tuple[list[RuleCheck], dict[str, list[str]]]:
+    """The rules the family decides, in order: floors, worse than the baseline, regression
+    suite; and the regression-tagged tasks that fail the gate, with why."""
+    checks = []
+    for rule, floor, ids in floors(config, cases):
+        if rule not in graded_floors:
+            detail = (
+                f"{rule}: no graded episode on its {len(ids)} tasks: its floor of "
+                f"{floor:.0%} cannot be shown to hold"
+            )
+            checks.append(RuleCheck(rule=rule, passed=False, status="fail", detail=detail))
+        else:
+            checks.append(_rule(rule, favoured, other, config.alpha, _floor_line(rule)))
+    failing: dict[str, list[str]] = {}
+    if comparison is not None:
+        checks.append(_rule(WORSE, favoured, other, config.alpha, _worse_line(comparison)))
+        suite = _rule(REGRESSION, favoured, other, config.alpha, _regression_line(config, cases))
+        checks.append(suite)
+        if suite.status == "fail":
+            failing = {task: [suite.detail] for m in favoured.of(REGRESSION) for task in m.tasks}
+    return checks, failing
+
+
+Describe = Callable[[Status, list[Member], list[Member], str], str]
+
+
+def _rule(
+    rule: str, favoured: Family, other: Family | None, alpha: float, describe: Describe
+) -> RuleCheck:
+    """One statistical rule's check: its status from the family, and its line."""
+    members = favoured.of(rule)
+    decided, deciders, why = status(members, other.of(rule) if other else None, alpha)
+    adjusted = min((m.adjusted for m in members), default=1.0)
+    if decided == "fail":
+        verdict = f"family-adjusted p = {deciders[0].adjusted:.4f} <= alpha {alpha:g}"
+    elif why == "errors":
+        verdict = (
+            f"undecided: errors: it holds with the missing evidence counted for the candidate "
+            f"(family-adjusted p = {adjusted:.4f}) and fails counted against it "
+            f"(p = {deciders[0].adjusted:.4f})"
         )
-    return levels, checks
-
-
-def worse_rule(config: Gate, comparison: ComparisonResult, p_value: float) -> RuleCheck:
-    """The candidate may not be significantly worse than the baseline, tasks as the unit."""
-    d = comparison.tasks
-    worse = p_value < config.alpha
-    figures = (
-        f"pass rate {comparison.a.rate:.1%} -> {comparison.b.rate:.1%} (task-clustered "
-        f"difference {d.difference:+.1%}, 95% CI {d.low:+.1%} to {d.high:+.1%}; "
-        f"{d.worse_tasks} of {d.tasks} tasks worse, {d.better_tasks} better; one-sided "
-        f"sign-flip p = {p_value:.4f}"
-    )
-    detail = (
-        f"worse than the baseline: {figures} < alpha {config.alpha:g})"
-        if worse
-        else f"not worse than the baseline: {figures}, not below alpha {config.alpha:g})"
-    )
-    return RuleCheck(rule="worse than the baseline", passed=not worse, detail=detail)
-
-
-def regression_suite_rule(
-    config: Gate, candidate: GradedEpisodes, baseline: GradedEpisodes, cases: list[TaskCase]
-) -> tuple[RuleCheck, dict[str, list[str]]]:
-    """A regression-tagged task that passed on the baseline may not fail every trial now."""
-    tasks = {case.task.id: case.task for case in cases}
-    outcomes, before = graded(candidate), graded(baseline)
-    tagged = sorted(
-        t for t in outcomes if tasks.get(t) and set(tasks[t].tags) & set(config.regression_tags)
-    )
-    regressed = [
-        t for t in tagged if t in before and mean(before[t]) >= 0.5 and not any(outcomes[t])
-    ]
-    if regressed:
-        detail = (
-            f"regression suite: {', '.join(regressed)} passed on the baseline and "
-            "fail in every trial now"
-        )
+    elif why == "evidence":
+        verdict = f"undecided: {deciders[0].hint}"
     else:
-        detail = f"regression suite: none of the {len(tagged)} regression-tagged tasks regressed"
-    failing = {t: ["passed on the baseline, fails every trial now"] for t in regressed}
-    return RuleCheck(rule="regression suite", passed=not regressed, detail=detail), failing
+        verdict = f"family-adjusted p = {adjusted:.4f} > alpha {alpha:g}"
+    return RuleCheck(
+        rule=rule,
+        passed=decided != "fail",
+        status=decided,
+        detail=describe(decided, members, deciders, verdict),
+        p_value=min((m.p_value for m in members), default=None),
+        adjusted_p=adjusted if members else None,
+    )
+
+
+def _floor_line(rule: str) -> Describe:
+    def line(decided: Status, members: list[Member], _: list[Member], verdict: str) -> str:
+        said = {"fail": "is significantly below", "pass": "is not shown below"}.get(decided, "vs")
+        figures = members[0].figures.replace("against", said) if members else ""
+        return f"{rule}: {figures}; {verdict}"
+
+    return line
+
+
+def _worse_line(comparison: ComparisonResult) -> Describe:
+    def line(decided: Status, members: list[Member], _: list[Member], verdict: str) -> str:
+        d = comparison.tasks
+        head = "not worse than the baseline" if decided == "pass" else "worse than the baseline"
+        test = members[0].figures if members else ""
+        return (
+            f"{head}: pass rate {comparison.a.rate:.1%} -> {comparison.b.rate:.1%} "
+            f"(task-clustered difference {d.difference:+.1%}, 95% CI {d.low:+.1%} to "
+            f"{d.high:+.1%}); {test}; {verdict}"
+        )
+
+    return line
+
+
+def _regression_line(config: Gate, cases: list[TaskCase]) -> Describe:
+    count = len(tagged(config, cases))
+
+    def line(decided: Status, members: list[Member], _: list[Member], verdict: str) -> str:
+        if not members:
+            return f"regression suite: none of the {count} regression-tagged tasks on both sides"
+        return f"regression suite: {members[0].figures}; {verdict}"
+
+    return line
 
 
 def budget_rules(config: Gate, candidate: GradedEpisodes) -> tuple[BudgetFigures, list[RuleCheck]]:
-    """The candidate's mean cost and 95th-percentile time against the budgets. A cost budget
-    cannot pass while a model the candidate called has no price."""
+    """The candidate's mean cost (agent, simulated user and judge calls) and 95th-percentile
+    time against the budgets. A cost budget cannot pass while a model it called has no price."""
     rows = list(candidate.rows.values())
-    cost = mean(r.usage.cost_usd + r.user_usage.cost_usd for r in rows) if rows else 0.0
-    unpriced = sorted({m for r in rows for m in [*r.usage.unpriced, *r.user_usage.unpriced]})
+    spends = [r.spend for r in rows]
+    cost = mean(s.cost_usd for s in spends) if rows else 0.0
+    unpriced = sorted({m for s in spends for m in s.unpriced})
     durations = sorted(r.duration_s for r in rows)
     p95 = (
         quantiles(durations, n=20, method="inclusive")[-1]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.compare import ComparisonResult, compare_runs
-from harness.defaults import JUDGE_MODEL
+from harness.defaults import JUDGE_MODEL, MAX_ERROR_RATE
 from harness.gate import GateResult, gate_run, load_gate_config
 from harness.gate.suites import choose_runs
 from harness.pipeline.nodes import NodeContext
@@ -194,7 +194,12 @@ def regrade(
 
 
 def compare_stored(
-    options: RunOptions, run_a: str, run_b: str, judge: dict[str, Any] | None, markdown: Path | None
+    options: RunOptions,
+    run_a: str,
+    run_b: str,
+    judge: dict[str, Any] | None,
+    markdown: Path | None,
+    max_error_rate: float = MAX_ERROR_RATE,
 ) -> StoredComparison:
     """Compare two stored runs on the tasks the first one played, as the `compare` node does;
     with a judge model, the relative judge too. Writes the Markdown summary when asked."""
@@ -202,12 +207,14 @@ def compare_stored(
     try:
         cases = stored_tasks(stored_run(store, run_a)).cases
         if judge is None:
-            result = asyncio.run(compare_runs(store, run_a, run_b, cases))
+            result = asyncio.run(
+                compare_runs(store, run_a, run_b, cases, max_error_rate=max_error_rate)
+            )
         else:
             result = _with_runtime(
                 options,
                 lambda runtime: compare_runs(
-                    store, run_a, run_b, cases, runtime.model(judge, role="judge")
+                    store, run_a, run_b, cases, runtime.model(judge, role="judge"), max_error_rate
                 ),
             )
         files = write_reports(store, ReportContents(comparisons=[result]), markdown, None)

@@ -24,6 +24,7 @@ def __getattr__(name: str) -> object:
         return CHECK_KINDS.get(_KIND_MODELS[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
     "AgentVariant",
     "CheckBase",

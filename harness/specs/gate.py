@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from harness import defaults
 from harness.specs.base import Spec
 
 
@@ -31,11 +32,13 @@ class Gate(Spec):
         default=0.05,
         gt=0,
         lt=1,
-        description="Significance level of the one-sided paired test over tasks (sign-flip "
-        "permutation test of the per-task pass-rate differences) that the candidate is worse.",
+        description="The gate's false-failure rate: the most chance that a candidate identical "
+        "to the baseline fails any of its statistical rules together (worse than the baseline, "
+        "each regression-tagged task, each level and tag floor), shared among them by the "
+        "discrete Bonferroni procedure.",
     )
     max_error_rate: float = Field(
-        default=0.05,
+        default=defaults.MAX_ERROR_RATE,
         ge=0,
         le=1,
         description="Most share of a compared run's episodes (candidate and baseline each) "
@@ -52,12 +55,22 @@ class Gate(Spec):
     level_floors: dict[Annotated[int, Field(ge=1, le=3)], Annotated[float, Field(ge=0, le=1)]] = (
         Field(
             default_factory=dict,
-            description="Lowest pass rate allowed per task level, e.g. {1: 0.9}.",
+            description="Lowest pass rate allowed per task level, e.g. {1: 0.9}. A level fails "
+            "when its rate is significantly below the floor (the upper end of its interval, at "
+            "the gate's shared alpha), not when the point estimate dips under it.",
         )
+    )
+    tag_floors: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=dict,
+        description="Lowest pass rate allowed for the tasks with a tag, e.g. {safety: 0.95}; "
+        "tested like the level floors.",
     )
     regression_tags: list[str] = Field(
         default_factory=lambda: ["regression"],
-        description="Tasks with these tags must not go from passing to failing in every trial.",
+        description="Tasks with these tags may not regress: each is tested on its own (a "
+        "one-sided Fisher exact test of its trials on both sides, within the gate's alpha). "
+        "With fewer than 3 trials per side one task's regression cannot be significant at "
+        "0.05 and the rule says so.",
     )
     budgets: Budgets = Field(default_factory=Budgets, description="Cost and latency budgets.")
     junit: str | None = Field(default=None, description="Where to write JUnit XML.")

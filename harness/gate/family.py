@@ -1,0 +1,233 @@
+"""The gate's statistical rules as one family of tests sharing the configured alpha.
+
+Every rule that can fail a candidate on noise is a test with a p-value: worse than the baseline
+(a one-sided sign-flip test over tasks), the regression suite (per-task Fisher exact tests of
+the tagged tasks' trials, combined exactly), each level and tag floor (a one-sided test that
+the rate is below the floor, with the interval `harness.stats.run_rate` prints). They are
+combined by the discrete Bonferroni procedure (`harness.stats.adjusted_p_values`): a candidate
+identical to the baseline fails any of them with probability at most alpha. A rule whose
+figures point toward failing but that no outcome could make significant with this many tasks or
+trials is undecided, and says what evidence would decide it.
+
+Missing evidence (error verdicts, ungraded episodes) is counted in the candidate's favour: its
+errors as passes, the baseline's as fails. A rule fails only on that reading, so errors never
+make a statistical rule fail; where the other reading would fail it, the rule is undecided
+(errors). The error rules cap how much the two readings can differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from math import comb
+from typing import Literal
+
+from harness.sim.suite import TaskCase
+from harness.specs.gate import Gate
+from harness.stats import (
+    NullLevels,
+    Outcomes,
+    adjusted_p_values,
+    at_most,
+    binomial_cdf,
+    combined_decline,
+    fewest_for_fisher,
+    lattice_scale,
+    rate_below,
+    run_rate,
+    sign_flip_test,
+    task_differences,
+)
+
+WORSE = "worse than the baseline"
+REGRESSION = "regression suite"
+Status = Literal["pass", "fail", "undecided"]
+
+
+@dataclass
+class Member:
+    """One test of the family: what it tests, its p-value and null distribution, and the
+    smallest p-value any outcome could give with this design (tasks and trials)."""
+
+    rule: str  # the gate rule it belongs to
+    name: str  # what it tests: a task id, a level, the suite
+    p_value: float
+    null: NullLevels
+    best: float  # smallest p-value of any outcome: above alpha, the test cannot decide
+    suspect: bool  # the observed figures point toward failing (a rate under its floor, ...)
+    figures: str  # the observed figures, for the rule's line
+    hint: str = ""  # the evidence that would let it decide
+    tasks: list[str] = field(default_factory=list)  # the tasks it names (declined ones)
+    adjusted: float = 1.0  # its discrete-Bonferroni adjusted p-value (set by `adjust`)
+
+    def fails(self, alpha: float) -> bool:
+        return at_most(self.adjusted, alpha)
+
+    def can_decide(self, alpha: float) -> bool:
+        return at_most(self.best, alpha)
+
+
+@dataclass
+class Sides:
+    """The outcomes one reading of the missing evidence gives: per task, the candidate's over
+    all its episodes (floors) and both sides' over the episodes both played (comparisons)."""
+
+    candidate: dict[str, list[bool]]
+    paired: tuple[dict[str, list[bool]], dict[str, list[bool]]] | None = None  # baseline, cand
+
+
+@dataclass
+class Family:
+    """The family's members, with their adjusted p-values, under one reading of the errors."""
+
+    members: list[Member] = field(default_factory=list)
+
+    def of(self, rule: str) -> list[Member]:
+        return [m for m in self.members if m.rule == rule]
+
+
+def floors(config: Gate, cases: list[TaskCase]) -> list[tuple[str, float, set[str]]]:
+    """(rule name, floor, task ids) of every level and tag floor the suite has tasks for."""
+    found = []
+    for level, floor in sorted(config.level_floors.items()):
+        ids = {c.task.id for c in cases if c.task.level == level}
+        if ids:
+            found.append((f"level {level}", floor, ids))
+    for tag, floor in sorted(config.tag_floors.items()):
+        ids = {c.task.id for c in cases if tag in c.task.tags}
+        if ids:
+            found.append((f"tag {tag}", floor, ids))
+    return found
+
+
+def family(config: Gate, sides: Sides, cases: list[TaskCase]) -> Family:
+    """Every test of the gate on one reading of the outcomes, adjusted together."""
+    members = [*_floor_members(config, sides.candidate, cases)]
+    if sides.paired is not None:
+        baseline, candidate = sides.paired
+        members.append(_worse_member(baseline, candidate, config.alpha))
+        if (suite := _regression_member(config, baseline, candidate, cases)) is not None:
+            members.append(suite)
+    for member, adjusted in zip(
+        members, adjusted_p_values([(m.p_value, m.null) for m in members]), strict=True
+    ):
+        member.adjusted = adjusted
+    return Family(members)
+
+
+def status(
+    members: list[Member], other: list[Member] | None, alpha: float
+) -> tuple[Status, list[Member], str]:
+    """A rule's status from its members under the candidate-favoured reading, and under the
+    other reading when errors make them differ: fail, undecided ('errors', or 'evidence' when
+    no outcome could be significant) or pass; the members that decided it; and why."""
+    failing = [m for m in members if m.fails(alpha)]
+    if failing:
+        return "fail", failing, ""
+    if other is not None and (hidden := [m for m in other if m.fails(alpha)]):
+        return "undecided", hidden, "errors"
+    unable = [m for m in members if m.suspect and not m.can_decide(alpha)]
+    return ("undecided", unable, "evidence") if unable else ("pass", [], "")
+
+
+def _worse_member(baseline: Outcomes, candidate: Outcomes, alpha: float) -> Member:
+    """One-sided sign-flip test over tasks that the candidate's task rates are lower. Its null
+    given the margins: continuous from 2^-m, m the tasks whose pooled trials are not all alike
+    (only those can differ)."""
+    differences = task_differences(baseline, candidate)
+    scale = lattice_scale([*baseline.values(), *candidate.values()])
+    test = sign_flip_test(differences, scale)
+    mixed = sum(len({*baseline[t], *candidate[t]}) > 1 for t in baseline)
+    worse, better = int((differences < -1e-12).sum()), int((differences > 1e-12).sum())
+    tasks = len(baseline)
+    fewest = 1
+    while not at_most(2.0**-fewest, alpha):
+        fewest += 1
+    return Member(
+        rule=WORSE,
+        name="the suite",
+        p_value=test.p_less,
+        null=NullLevels(continuous_from=2.0**-mixed),
+        best=2.0**-tasks,
+        suspect=worse > better,
+        figures=f"{worse} of {tasks} tasks worse, {better} better; one-sided "
+        f"{'exact ' if test.exact else ''}sign-flip p = {test.p_less:.4f}",
+        hint=f"{tasks} tasks cannot go below p = {2.0**-tasks:.4f}; use at least {fewest} tasks",
+    )
+
+
+def _regression_member(
+    config: Gate, baseline: Outcomes, candidate: Outcomes, cases: list[TaskCase]
+) -> Member | None:
+    """The regression-tagged tasks as one exact test (`combined_decline`): each task's
+    one-sided Fisher test of its trials, combined by Fisher's method with the exact null given
+    every task's passes over both sides. Several tasks regressing together are strong evidence,
+    a fixed task cannot hide a broken one, a task that passed or failed every trial on both
+    sides weighs nothing. Suspect when a task declined; undecided when a declined task's trials
+    could never show its regression at alpha."""
+    ids = sorted(tagged(config, cases) & baseline.keys())
+    if not ids:
+        return None
+    tables = [
+        (sum(baseline[t]), len(baseline[t]), sum(candidate[t]), len(candidate[t])) for t in ids
+    ]
+    p_value, null = combined_decline(tables)
+    declined = [
+        (t, table)
+        for t, table in zip(ids, tables, strict=True)
+        if table[2] * table[1] < table[0] * table[3]
+    ]
+    best = max((1 / comb(b + c, c) for _, (_, b, _, c) in declined), default=0.0)
+    shown = ", ".join(f"{t} {bp}/{bn} -> {cp}/{cn}" for t, (bp, bn, cp, cn) in declined)
+    return Member(
+        rule=REGRESSION,
+        name="the regression suite",
+        tasks=[t for t, _ in declined],
+        p_value=p_value,
+        null=null,
+        best=best,
+        suspect=bool(declined),
+        figures=f"{len(declined)} of {len(ids)} regression-tagged tasks declined"
+        + (f" ({shown})" if declined else "")
+        + f"; per-task Fisher tests combined, exact p = {p_value:.4f}",
+        hint=f"one task's trials ({shown}) cannot show its regression below p = {best:.4f}; "
+        f"use trials >= {fewest_for_fisher(config.alpha)} on both sides",
+    )
+
+
+def _floor_members(config: Gate, outcomes: Outcomes, cases: list[TaskCase]) -> Iterator[Member]:
+    """Per level and tag floor, the one-sided test that the rate is below the floor."""
+    for rule, floor, ids in floors(config, cases):
+        chosen = {t: trials for t, trials in outcomes.items() if t in ids and trials}
+        if not chosen:
+            continue  # no graded episode: `statistical_rules` fails the floor on no evidence
+        found, n = run_rate(chosen), len(chosen)
+        p_value = rate_below(chosen, floor)
+        binary = all(len(set(trials)) == 1 for trials in chosen.values())
+        tail = [binomial_cdf(x, n, floor) for x in range(n + 1)]
+        null = NullLevels(levels=tuple(tail)) if binary else NullLevels(continuous_from=tail[0])
+        yield Member(
+            rule=rule,
+            name=rule,
+            p_value=p_value,
+            null=null,
+            best=tail[0] if floor < 1 else 0.0,
+            suspect=found.estimate < floor,
+            figures=f"pass rate {found.estimate:.1%} (95% CI {found.low:.1%}-{found.high:.1%} "
+            f"over {n} tasks) against the floor of {floor:.0%} (one-sided p = {p_value:.4f})",
+            hint=f"{n} tasks all failing give p = {tail[0]:.4f}; use at least "
+            f"{_fewest_for_floor(floor, config.alpha)} tasks",
+        )
+
+
+def _fewest_for_floor(floor: float, alpha: float) -> int:
+    """The fewest tasks whose all failing shows a rate below `floor` at alpha."""
+    n = 1
+    while floor < 1 and not at_most((1 - floor) ** n, alpha) and n < 10_000:
+        n += 1
+    return n
+
+
+def tagged(config: Gate, cases: Iterable[TaskCase]) -> set[str]:
+    """The suite's regression-tagged tasks."""
+    return {c.task.id for c in cases if set(c.task.tags) & set(config.regression_tags)}
