@@ -115,7 +115,10 @@ def test_the_report_shows_a_run_its_episodes_and_the_ab_comparison(
 
         # the run: pass rate with its interval, per level, cost and tokens per role
         assert page.inner_text("#run-0 .pass-rate") == "77.3%"
-        assert "17/22 passed, 95% Wilson CI 56.6%-89.9%" in page.inner_text("#run-0 .cards")
+        assert (
+            "17/22 episodes passed, 95% CI 56.6%-89.9%, clustered by 22 tasks"
+            in page.inner_text("#run-0 .cards")
+        )
         assert page.inner_text("#run-0 .episode-count") == "22"
         assert page.inner_text("#run-1 .pass-rate") == "86.4%"
         levels = page.locator("#run-0 table.rates").first.inner_text()

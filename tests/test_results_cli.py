@@ -74,7 +74,10 @@ def test_runs_show_results_reprints_the_summary(results: dict) -> None:
         done = piped("runs", "show", shown, "--results", "--store", results["store"])
         assert done.returncode == 0, done.stderr
         assert f"Run {run_id}" in done.stdout
-        assert "pass rate 77.3% (17/22, 95% Wilson CI 56.6%-89.9%); failures 5" in done.stdout
+        assert (
+            "pass rate 77.3% (17/22 episodes, 95% CI 56.6%-89.9%, clustered by 22 tasks); failures 5"
+            in done.stdout
+        )
         assert "agent support-baseline hash " in done.stdout
         [row] = [line for line in done.stdout.splitlines() if "│ refund-outside-window" in line]
         assert "│ 2 " in row and "fail" in row

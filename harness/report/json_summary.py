@@ -21,9 +21,14 @@ class RunSummary(BaseModel):
     episodes: int = Field(description="Episodes stored, graded or not.")
     passed: int = Field(description="Episodes that passed.")
     graded: int = Field(description="Episodes graded pass or fail (errors are not counted).")
-    pass_rate: float | None = Field(description="passed / graded; null when none was graded.")
-    low: float = Field(description="Lower end of the pass rate's 95% Wilson interval.")
-    high: float = Field(description="Upper end of the pass rate's 95% Wilson interval.")
+    pass_rate: float | None = Field(
+        description="The mean of the per-task pass rates (passed / graded when every task has "
+        "as many graded trials); null when none was graded."
+    )
+    tasks: int = Field(default=0, description="Tasks graded: the unit of the interval.")
+    low: float = Field(description="Lower end of the pass rate's 95% interval, clustered by task.")
+    high: float = Field(description="Upper end of the same interval.")
+    interval: str = Field(default="", description="How the interval was computed.")
     trials: int = Field(description="Fewest graded trials of a task.")
     errors: int = Field(description="Episodes graded error: evidence of neither pass nor fail.")
     errors_by_side: dict[str, int] = Field(description="Errors by the side that failed.")
@@ -32,7 +37,10 @@ class RunSummary(BaseModel):
     )
     agent_usage: Usage = Field(description="The agent's model calls, tokens and cost.")
     user_usage: Usage = Field(description="The simulated user's model calls, tokens and cost.")
-    cost_usd: float = Field(description="Agent and simulated user together, in US dollars.")
+    judge_usage: Usage = Field(
+        default_factory=Usage, description="The judges' model calls, tokens and cost."
+    )
+    cost_usd: float = Field(description="Agent, simulated user and judges together, in US dollars.")
 
     @classmethod
     def of(cls, figures: RunFigures) -> RunSummary:
@@ -45,15 +53,20 @@ class RunSummary(BaseModel):
             passed=figures.passed,
             graded=figures.graded,
             pass_rate=figures.rate if figures.graded else None,
+            tasks=figures.pass_rate.tasks,
             low=figures.low,
             high=figures.high,
+            interval=figures.pass_rate.method,
             trials=figures.trials,
             errors=errors,
             errors_by_side=dict(figures.errors_by_side),
             soft_errors_by_side=dict(figures.soft_errors_by_side),
             agent_usage=figures.usage,
             user_usage=figures.user_usage,
-            cost_usd=figures.usage.cost_usd + figures.user_usage.cost_usd,
+            judge_usage=figures.judge_usage,
+            cost_usd=sum(
+                u.cost_usd for u in (figures.usage, figures.user_usage, figures.judge_usage)
+            ),
         )
 
 

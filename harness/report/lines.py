@@ -7,12 +7,28 @@ from harness.compare import ComparisonResult
 
 def verdict_line(result: ComparisonResult) -> str:
     """The comparison's answer in one line: better, worse or no detectable difference, and the
-    smallest effect this many tasks could detect."""
+    smallest effect this many tasks could detect; or undecided, and why."""
     d = result.tasks
     answer = {"better": "B better", "worse": "B worse"}.get(result.verdict, result.verdict)
+    why = f": {result.verdict_reason}" if result.verdict_reason else ""
     return (
-        f"{answer} (two-sided p = {d.p_value:.4f} over {d.tasks} tasks, alpha "
+        f"{answer}{why} (two-sided p = {d.p_value:.4f} over {d.tasks} tasks, alpha "
         f"{result.alpha:g}); minimum detectable effect at this size: {d.mde * 100:.1f} points"
+    )
+
+
+def errors_line(result: ComparisonResult) -> str | None:
+    """Each side's missing evidence and the difference with it counted either way; None when
+    both sides have evidence on every pair."""
+    if result.errors_a is None or result.errors_b is None or result.bounds is None:
+        return None
+    a, b, bounds = result.errors_a, result.errors_b, result.bounds
+    return (
+        f"errors: A {a.missing}/{a.episodes} ({a.rate:.1%}), B {b.missing}/{b.episodes} "
+        f"({b.rate:.1%}) of the pairs both played, left out of the figures above; counted as "
+        f"passes for A and fails for B: {bounds.a_favoured.difference:+.1%} (p = "
+        f"{bounds.a_favoured.p_value:.4f}), the other way: {bounds.b_favoured.difference:+.1%} "
+        f"(p = {bounds.b_favoured.p_value:.4f}); error ceiling {result.max_error_rate:.0%}"
     )
 
 

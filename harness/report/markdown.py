@@ -5,13 +5,16 @@ from __future__ import annotations
 from harness.compare import ComparisonResult, PassRate
 from harness.gate import GateResult
 from harness.report.contents import ReportContents, ReportedRun
-from harness.report.lines import difference_line, mcnemar_line, verdict_line
+from harness.report.lines import difference_line, errors_line, mcnemar_line, verdict_line
 from harness.report.summary import run_figures
 from harness.store import Store
 
 
 def _rate(side: PassRate) -> str:
-    return f"{side.rate:.1%} ({side.passed}/{side.n}, 95% CI {side.low:.1%}-{side.high:.1%})"
+    return (
+        f"{side.rate:.1%} ({side.passed}/{side.n}, 95% CI {side.low:.1%}-{side.high:.1%} "
+        f"clustered by {side.tasks} tasks)"
+    )
 
 
 def render_markdown(store: Store, report: ReportContents) -> str:
@@ -40,7 +43,14 @@ def _gate(gate: GateResult) -> list[str]:
         out += ["Runs compared:\n", *(f"- {note}" for note in gate.notes), ""]
     if gate.comparison is not None:
         out += [f"Verdict: {verdict_line(gate.comparison)}.\n"]
-    passed = [rule for rule in gate.rules if rule.passed]
+    undecided = [rule for rule in gate.rules if rule.status == "undecided"]
+    if undecided:
+        out += [
+            "Rules the evidence could not decide (they do not fail the gate):\n",
+            *(f"- ❔ {rule.detail}" for rule in undecided),
+            "",
+        ]
+    passed = [rule for rule in gate.rules if rule.status == "pass"]
     if passed:
         out += ["Rules that hold:\n", *(f"- ✅ {rule.detail}" for rule in passed), ""]
     if gate.baseline_run is None:
@@ -59,6 +69,8 @@ def _comparison(r: ComparisonResult) -> list[str]:
         out.append(f"| {name} per episode | {a:.4g} | {b:.4g} |")
     out.append(f"\n{difference_line(r)}.  ")
     out.append(f"{mcnemar_line(r)}.")
+    if (errors := errors_line(r)) is not None:
+        out.append(f"\n{errors}.")
     rows = [
         f"| {name} | {label} | {_rate(rates.a)} | {_rate(rates.b)} | "
         f"{d.difference:+.1%} ({d.low:+.1%} to {d.high:+.1%}) | {d.p_value:.3f} |"
@@ -82,8 +94,8 @@ def _run(store: Store, run: ReportedRun) -> list[str]:
     figures = run_figures(store, run.run_id, run.levels)
     out = [
         f"## Run {figures.run_id}: `{figures.variant}` ({figures.variant_hash})\n",
-        f"Pass rate **{figures.rate:.1%}** ({figures.passed}/{figures.graded}, 95% "
-        f"Wilson CI {figures.low:.1%}-{figures.high:.1%}).",
+        f"Pass rate **{figures.rate:.1%}** ({figures.passed}/{figures.graded} episodes, "
+        f"{figures.interval_text}).",
     ]
     errors = sum(figures.errors_by_side.values())
     if errors:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from harness.stats import bootstrap_interval, suite_pass_hat_k, wilson_interval
+from harness.stats import RunRate, run_rate, suite_pass_hat_k
 from harness.store import EpisodeRow, Store
 from harness.transcript import Usage
 
@@ -46,20 +46,38 @@ class RunFigures:
     tasks: list[TaskLine]
     usage: Usage
     user_usage: Usage
+    judge_usage: Usage
     passed: int
     graded: int
-    low: float
-    high: float
+    pass_rate: RunRate  # the one rate of the run and its interval clustered by task
     errors_by_side: Counter[str]
     trials: int
-    by_task: tuple[float, float, float] | None  # bootstrap estimate, low, high (several trials)
     pass_hat_k: list[tuple[int, float]]
-    # episodes whose verdict stands while a soft check could not decide, by the side that failed
+    # passes whose verdict stands while a soft check could not decide, by the side that failed
     soft_errors_by_side: Counter[str] = field(default_factory=Counter)
 
     @property
     def rate(self) -> float:
-        return self.passed / self.graded if self.graded else 0.0
+        """The mean of the per-task pass rates (`harness.stats.run_rate`)."""
+        return self.pass_rate.estimate
+
+    @property
+    def low(self) -> float:
+        return self.pass_rate.low
+
+    @property
+    def high(self) -> float:
+        return self.pass_rate.high
+
+    @property
+    def interval_text(self) -> str:
+        """What the interval covers, as every printer says it."""
+        return interval_text(self.pass_rate)
+
+
+def interval_text(rate: RunRate) -> str:
+    """'95% CI 56.6%-89.9%, clustered by 22 tasks': the interval and its unit, in one phrase."""
+    return f"95% CI {rate.low:.1%}-{rate.high:.1%}, clustered by {rate.tasks} tasks"
 
 
 def run_figures(store: Store, run_id: str, levels: dict[str, int] | None = None) -> RunFigures:
@@ -68,7 +86,7 @@ def run_figures(store: Store, run_id: str, levels: dict[str, int] | None = None)
     if info is None:
         raise LookupError(f"no run {run_id!r} in {store.path}")
     lines: dict[str, TaskLine] = {}
-    usage, user_usage = Usage(), Usage()
+    usage, user_usage, judge_usage = Usage(), Usage(), Usage()
     sides: Counter[str] = Counter()
     soft: Counter[str] = Counter()
     outcomes: dict[str, list[bool]] = defaultdict(list)
@@ -76,7 +94,7 @@ def run_figures(store: Store, run_id: str, levels: dict[str, int] | None = None)
         line = lines.setdefault(row.task_id, TaskLine(row.task_id, (levels or {}).get(row.task_id)))
         _add(line, row, sides, outcomes)
         undecided = (
-            row.verdict.soft_errors() if row.verdict and row.verdict.outcome != "error" else []
+            row.verdict.soft_errors() if row.verdict and row.verdict.outcome == "pass" else []
         )
         if undecided:
             side = undecided[0].error_side
@@ -84,15 +102,12 @@ def run_figures(store: Store, run_id: str, levels: dict[str, int] | None = None)
             line.error_reasons[f"[soft, {undecided[0].name}] {undecided[0].reason[:60]}"] = None
         usage.add(row.usage)
         user_usage.add(row.user_usage)
+        judge_usage.add(row.judge_usage)
     passed = sum(line.passed for line in lines.values())
     graded = passed + sum(line.failed for line in lines.values())
-    low, high = wilson_interval(passed, graded)
     trials = min((len(v) for v in outcomes.values()), default=0)
-    by_task = None
     pass_hat: list[tuple[int, float]] = []
     if trials > 1:
-        interval = bootstrap_interval(outcomes)
-        by_task = (interval.estimate, interval.low, interval.high)
         pass_hat = [(k, suite_pass_hat_k(outcomes, k)) for k in range(1, trials + 1)]
     return RunFigures(
         run_id,
@@ -101,13 +116,12 @@ def run_figures(store: Store, run_id: str, levels: dict[str, int] | None = None)
         list(lines.values()),
         usage,
         user_usage,
+        judge_usage,
         passed,
         graded,
-        low,
-        high,
+        run_rate(outcomes),
         sides,
         trials,
-        by_task,
         pass_hat,
         soft,
     )

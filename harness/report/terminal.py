@@ -9,7 +9,7 @@ from rich.table import Table
 from harness.compare import ComparisonResult, PassRate
 from harness.gate import GateResult
 from harness.report.contents import ReportContents
-from harness.report.lines import difference_line, mcnemar_line, verdict_line
+from harness.report.lines import difference_line, errors_line, mcnemar_line, verdict_line
 from harness.report.summary import RunFigures, run_figures
 from harness.store import Store
 from harness.transcript import Usage
@@ -65,16 +65,12 @@ def print_run(figures: RunFigures, console: Console, limit: int | None = None) -
         )
     rate = f"{figures.rate:.1%}" if figures.graded else "n/a"
     console.print(
-        f"pass rate [bold]{rate}[/bold] ({figures.passed}/{figures.graded}, 95% Wilson CI "
-        f"{figures.low:.1%}-{figures.high:.1%}); failures {figures.graded - figures.passed}"
+        f"pass rate [bold]{rate}[/bold] ({figures.passed}/{figures.graded} episodes, "
+        f"{figures.interval_text}); failures {figures.graded - figures.passed}"
     )
-    if figures.by_task is not None:
-        estimate, low, high = figures.by_task
+    if figures.pass_hat_k:
         hat = ", ".join(f"pass^{k} {value:.1%}" for k, value in figures.pass_hat_k)
-        console.print(
-            f"per task over {figures.trials} trials: {estimate:.1%} (95% bootstrap CI "
-            f"by task {low:.1%}-{high:.1%}); {hat}"
-        )
+        console.print(f"over {figures.trials} trials per task: {hat}")
     errors = sum(figures.errors_by_side.values())
     if errors:
         by_side = ", ".join(f"{side} {n}" for side, n in sorted(figures.errors_by_side.items()))
@@ -90,6 +86,8 @@ def print_run(figures: RunFigures, console: Console, limit: int | None = None) -
         )
     for role, usage in (("agent", figures.usage), ("user simulator", figures.user_usage)):
         print_usage(role, usage, console)
+    if figures.judge_usage.calls:
+        print_usage("judge", figures.judge_usage, console)
     console.print(f"agent [bold]{figures.variant}[/bold] hash {figures.variant_hash}")
 
 
@@ -108,7 +106,7 @@ def print_usage(role: str, usage: Usage, console: Console) -> None:
 
 def _rate(side: PassRate) -> str:
     interval = f"CI {side.low:.1%}-{side.high:.1%}"
-    return f"{side.rate:.1%} ({side.passed}/{side.n}, {interval} over {side.tasks} tasks)"
+    return f"{side.rate:.1%} ({side.passed}/{side.n}, {interval} clustered by {side.tasks} tasks)"
 
 
 def print_comparison(result: ComparisonResult, console: Console) -> None:
@@ -118,14 +116,9 @@ def print_comparison(result: ComparisonResult, console: Console) -> None:
     console.print(f"[bold]B {b.variant}[/bold] ({b.run_id}): {_rate(b)}")
     console.print(f"[bold]verdict: {verdict_line(result)}[/bold]")
     console.print(difference_line(result))
-    console.print(
-        mcnemar_line(result)
-        + (
-            f"; {result.excluded_errors} pairs with errors left out"
-            if result.excluded_errors
-            else ""
-        )
-    )
+    console.print(mcnemar_line(result))
+    if (errors := errors_line(result)) is not None:
+        console.print(f"[yellow]{errors}[/yellow]")
     if result.pass_hat_k:
         hats = ", ".join(f"pass^{h.k}: A {h.a:.1%}, B {h.b:.1%}" for h in result.pass_hat_k)
         console.print(hats)
@@ -133,8 +126,8 @@ def print_comparison(result: ComparisonResult, console: Console) -> None:
         r = result.relative
         console.print(
             f"relative judge: B wins {r.win_rate:.1%} (CI {r.low:.1%}-"
-            f"{r.high:.1%}; {r.b_wins} wins, {r.a_wins} losses, {r.ties} "
-            f"ties, {r.judge_errors} judge errors)"
+            f"{r.high:.1%}, clustered by {r.tasks} tasks; {r.b_wins} wins, {r.a_wins} losses, "
+            f"{r.ties} ties, {r.judge_errors} judge errors)"
         )
     table = Table(title="breakdown (task-clustered)", title_justify="left")
     for column in ("by", "group", "A", "B", "B - A (95% CI)", "p"):
@@ -161,14 +154,19 @@ def print_gate(result: GateResult, console: Console) -> None:
     rules it checked)."""
     if result.comparison is not None:
         console.print(f"verdict: {verdict_line(result.comparison)}")
+    undecided = [rule for rule in result.rules if rule.status == "undecided"]
+    open_rules = f" ({len(undecided)} undecided)" if undecided else ""
     if result.passed:
-        console.print("[bold green]gate: PASS[/bold green]")
+        console.print(f"[bold green]gate: PASS[/bold green]{open_rules}")
         for rule in result.rules:
-            console.print(f"  [green]ok[/green] {escape(rule.detail)}")
+            mark = "[yellow]??[/yellow]" if rule.status == "undecided" else "[green]ok[/green]"
+            console.print(f"  {mark} {escape(rule.detail)}")
         return
-    console.print("[bold red]gate: FAIL[/bold red]")
+    console.print(f"[bold red]gate: FAIL[/bold red]{open_rules}")
     for reason in result.reasons:
         console.print(f"  - {escape(reason)}")
+    for rule in undecided:
+        console.print(f"  [yellow]??[/yellow] {escape(rule.detail)}")
 
 
 def print_report(store: Store, report: ReportContents, console: Console) -> None:

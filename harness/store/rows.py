@@ -52,6 +52,19 @@ class EpisodeRow:
     duration_s: float
     verdict: Verdict | None
 
+    @property
+    def judge_usage(self) -> Usage:
+        """The judge calls that graded the episode (its newest verdict)."""
+        return self.verdict.judge_usage() if self.verdict else Usage()
+
+    @property
+    def spend(self) -> Usage:
+        """Every model call the episode cost: agent, simulated user and judge."""
+        total = Usage()
+        for part in (self.usage, self.user_usage, self.judge_usage):
+            total.add(part)
+        return total
+
 
 @dataclass
 class PipelineInfo:

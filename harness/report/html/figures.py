@@ -25,8 +25,8 @@ class GroupRate(BaseModel):
     passed: int = Field(description="Episodes that passed.")
     graded: int = Field(description="Episodes graded pass or fail (errors excluded).")
     rate: float = Field(description="Mean of the tasks' pass rates.")
-    low: float = Field(description="Lower end of the 95% Wilson interval over tasks.")
-    high: float = Field(description="Upper end of the 95% Wilson interval over tasks.")
+    low: float = Field(description="Lower end of the 95% interval, clustered by task.")
+    high: float = Field(description="Upper end of the 95% interval, clustered by task.")
 
 
 class RoleUsage(BaseModel):

@@ -13,7 +13,7 @@ from markupsafe import Markup
 
 from harness.report.html.filters import EpisodeFilter
 from harness.report.html.page import ReportPage
-from harness.report.lines import difference_line, mcnemar_line, verdict_line
+from harness.report.lines import difference_line, errors_line, mcnemar_line, verdict_line
 from harness.secrets import redact
 
 HERE = Path(__file__).parent
@@ -50,6 +50,7 @@ def environment() -> Environment:
         verdict_line=verdict_line,
         difference_line=difference_line,
         mcnemar_line=mcnemar_line,
+        errors_line=errors_line,
         empty_filter=EpisodeFilter(),
         css=Markup((HERE / "static" / "report.css").read_text()),
         js=Markup((HERE / "static" / "report.js").read_text()),

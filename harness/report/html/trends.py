@@ -32,8 +32,8 @@ class WeekRate(BaseModel):
     passed: int = Field(description="Episodes that passed.")
     graded: int = Field(description="Episodes graded pass or fail.")
     rate: float = Field(description="Mean of the tasks' pass rates.")
-    low: float = Field(description="Lower end of the 95% Wilson interval over tasks.")
-    high: float = Field(description="Upper end of the 95% Wilson interval over tasks.")
+    low: float = Field(description="Lower end of the 95% interval, clustered by task.")
+    high: float = Field(description="Upper end of the 95% interval, clustered by task.")
     episodes: int = Field(description="Episodes played, errors included.")
     cost_per_episode: float = Field(description="Mean agent cost per episode in US dollars.")
 
