@@ -13,7 +13,7 @@ from harness.cli._common import fail
 def init(
     directory: Annotated[Path, typer.Argument(help="A new (or empty) folder for the project.")],
 ) -> None:
-    """Create a project: a domain with two tools and a state model, two tasks, a persona, a
+    """Create a project: a domain with two tools and a state model, six tasks, a persona, a
     baseline agent and a variant, a gate config and a DAG, ready to run offline."""
     from harness.scaffold import TargetNotEmpty, create_project
 

@@ -74,6 +74,7 @@ def compare_dag(
     judge_model: Any,
     relative: bool,
     selection: dict[str, Any] | None = None,
+    max_error_rate: float | None = None,
 ) -> dict[str, Any]:
     """The pipeline `compare --a ... --b ...` stands for: both variants on the same tasks (and
     so the same personas and seeds), graded, compared, reported."""
@@ -81,10 +82,9 @@ def compare_dag(
     for side, agent in (("a", a), ("b", b)):
         nodes[side] = _simulate(agent, trials, concurrency)
         nodes[f"grade_{side}"] = _grade(side, judge_model, concurrency)
-    nodes["compare"] = {
-        "uses": "compare",
-        "needs": ["grade_a", "grade_b"],
-        "with": {"judge_model": judge_model} if relative else {},
-    }
+    compare: dict[str, Any] = {"judge_model": judge_model} if relative else {}
+    if max_error_rate is not None:
+        compare["max_error_rate"] = max_error_rate
+    nodes["compare"] = {"uses": "compare", "needs": ["grade_a", "grade_b"], "with": compare}
     nodes["report"] = {"uses": "report", "needs": ["compare"]}
     return {"kind": "dag", "name": "compare", "nodes": nodes}

@@ -1,5 +1,5 @@
 """`harness init`: a working project for a new domain, copied from `project/` beside this file
-(a domain module with two tools and a pydantic state, two tasks, a persona, a baseline python
+(a domain module with two tools and a pydantic state, six tasks, a persona, a baseline python
 agent and a variant that `extends` it, a gate config and a DAG)."""
 
 from __future__ import annotations
