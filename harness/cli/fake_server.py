@@ -1,5 +1,6 @@
-"""`harness fake-server`: an OpenAI- and Anthropic-compatible server of scripted replies, with
-injected faults, for trying providers and retries without a real service."""
+"""`harness fake-server`: an OpenAI- and Anthropic-compatible server of scripted replies, streamed
+when the request asks (`"stream": true`), with injected faults, for trying providers, retries and
+streaming apps without a real service."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ def fake_server(
     retry_after: Annotated[float, typer.Option(min=0, help="Retry-After of a 429.")] = 0.05,
     seed: Annotated[int, typer.Option(help="Seed of the fault draws.")] = 0,
 ) -> None:
-    """Serve scripted replies over the OpenAI and Anthropic wire protocols, with faults."""
+    """Serve scripted replies over the OpenAI and Anthropic wire protocols, streamed or not, with
+    faults."""
     import asyncio
 
     from harness.specs.load import load_script

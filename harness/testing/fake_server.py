@@ -7,6 +7,13 @@ latency. Faults can be injected at given rates: 429 with `Retry-After`, 500, a c
 hangs, a malformed JSON body, or a 401 that echoes the caller's API key (to prove the harness
 never stores it). `/stats` reports requests, faults and the most requests ever in flight.
 
+A request with `"stream": true` is answered as the real service streams it, as server-sent
+events over chunked transfer encoding: OpenAI `chat.completion.chunk`s (text and tool-call
+arguments split over several deltas, a usage chunk with `stream_options.include_usage`, then
+`data: [DONE]`), or Anthropic's `message_start` ... `message_stop` events. A stream is the body
+the same request gets unstreamed, cut into pieces, so both carry the same content, tool-call ids
+and usage; faults apply before it starts. So an app that streams can be served and recorded too.
+
 Run it: `harness fake-server --port 8000 --latency 0.05 --fail-429 0.1`.
 """
 
@@ -37,6 +44,12 @@ ECHO_SCRIPT = Script.model_validate(
         "rules": [{"when": {"matches": "(?s).+"}, "reply": "echo: {m.0}"}, {"reply": "OK"}],
     }
 )
+
+# The first event of a stream, cut off mid-JSON: the malformed fault of a streaming request.
+BROKEN_EVENT = {
+    "openai": b'data: {"id": "x", "choices": [{"delta": \n\n',
+    "anthropic": b'event: message_start\ndata: {"type": "message_start", "message": \n\n',
+}
 
 
 @dataclass
@@ -166,8 +179,11 @@ class FakeServer:
                 response = await self._handle(method, path.split("?")[0], headers, body, reader)
                 if response is None:
                     break  # a hung connection the client gave up on
-                writer.write(response)
-                await writer.drain()
+                if isinstance(response, _Stream):
+                    await _send_stream(writer, response)
+                else:
+                    writer.write(response)
+                    await writer.drain()
                 if headers.get("connection", "").lower() == "close":
                     break
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
@@ -182,7 +198,7 @@ class FakeServer:
         headers: dict[str, str],
         body: bytes,
         reader: asyncio.StreamReader,
-    ) -> bytes | None:
+    ) -> bytes | _Stream | None:
         if method == "GET" and path == "/stats":
             return _http(200, self.snapshot())
         if method == "POST" and path == "/reset":
@@ -218,6 +234,8 @@ class FakeServer:
                 )
             if fault == "500":
                 return _http(500, {"error": {"message": "internal error", "type": "server"}})
+            if fault == "malformed" and _wants_stream(body):
+                return _Stream([BROKEN_EVENT[protocol]])
             if fault == "malformed":
                 return _raw(200, b'{"id": "x", "choices": [{"message": ')
             if fault == "401_echo":
@@ -233,15 +251,22 @@ class FakeServer:
             request = json.loads(body)
             self.requests = [*self.requests[-99:], {"protocol": protocol, **request}]
             try:
-                return _http(200, await self._reply(protocol, request, headers))
+                reply = await self._reply(protocol, request, headers)
             except ModelError as exc:
                 return _http(400, {"error": {"message": str(exc), "type": "invalid_request"}})
+            if request.get("stream") is not True:
+                return _http(200, reply)
+            if protocol == "openai":
+                options = request.get("stream_options") or {}
+                return _Stream(_openai_events(reply, bool(options.get("include_usage"))))
+            return _Stream(_anthropic_events(reply))
         finally:
             self.in_flight -= 1
 
     async def _reply(
         self, protocol: str, request: dict[str, Any], headers: dict[str, str]
     ) -> dict[str, Any]:
+        """The non-streamed response body; a stream is this body cut into events."""
         wire = wire_openai if protocol == "openai" else wire_anthropic
         if protocol == "openai":
             messages = wire_openai.from_wire_messages(request["messages"])
@@ -267,6 +292,14 @@ def _http(status: int, payload: Any, extra: dict[str, str] | None = None) -> byt
     return _raw(status, json.dumps(payload).encode(), extra)
 
 
+def _wants_stream(body: bytes) -> bool:
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(request, dict) and request.get("stream") is True
+
+
 def _raw(status: int, body: bytes, extra: dict[str, str] | None = None) -> bytes:
     head = [
         f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
@@ -275,3 +308,144 @@ def _raw(status: int, body: bytes, extra: dict[str, str] | None = None) -> bytes
     ]
     head += [f"{k}: {v}" for k, v in (extra or {}).items()]
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+# ---------------------------------------------------------------- streaming
+
+
+@dataclass
+class _Stream:
+    """A 200 `text/event-stream` response: its server-sent events, each already encoded."""
+
+    events: list[bytes]
+
+
+async def _send_stream(writer: asyncio.StreamWriter, stream: _Stream) -> None:
+    """Each event as one chunk of a chunked body, so the connection stays open for the next
+    request as with a sized body, and the client reads the events as they arrive."""
+    head = [
+        "HTTP/1.1 200 OK",
+        "content-type: text/event-stream; charset=utf-8",
+        "cache-control: no-cache",
+        "transfer-encoding: chunked",
+    ]
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
+    for event in stream.events:
+        writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+        await writer.drain()
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
+
+
+def _pieces(text: str, count: int = 3) -> list[str]:
+    """`text` cut into up to `count` consecutive pieces, as a model's tokens arrive."""
+    size = max(1, -(-len(text) // count))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _sse(payload: Any, event: str | None = None) -> bytes:
+    name = f"event: {event}\n" if event else ""
+    return f"{name}data: {json.dumps(payload)}\n\n".encode()
+
+
+def _openai_events(body: dict[str, Any], include_usage: bool) -> list[bytes]:
+    """A chat completion as OpenAI streams it: the role, content deltas, each tool call's id and
+    name then its arguments in pieces (by `index`), the finish reason, the usage chunk when asked
+    for, and `[DONE]`."""
+    [choice] = body["choices"]
+    message = choice["message"]
+    base: dict[str, Any] = {
+        "id": body["id"],
+        "object": "chat.completion.chunk",
+        "created": body["created"],
+        "model": body["model"],
+    }
+    if include_usage:
+        base["usage"] = None  # as OpenAI: null on every chunk but the last
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {
+            **base,
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            ],
+        }
+
+    text: str | None = message.get("content")
+    chunks = [chunk({"role": "assistant", "content": None if text is None else ""})]
+    chunks += [chunk({"content": piece}) for piece in _pieces(text or "")]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        function = call["function"]
+        opening = {"name": function["name"], "arguments": ""}
+        chunks.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {"index": index, "id": call["id"], "type": "function", "function": opening}
+                    ]
+                }
+            )
+        )
+        chunks += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in _pieces(function["arguments"])
+        ]
+    chunks.append(chunk({}, choice["finish_reason"]))
+    if include_usage:
+        chunks.append({**base, "choices": [], "usage": body["usage"]})
+    return [_sse(c) for c in chunks] + [b"data: [DONE]\n\n"]
+
+
+def _anthropic_events(body: dict[str, Any]) -> list[bytes]:
+    """A message as Anthropic streams it: `message_start` (no content yet), each content block
+    started, filled by `text_delta` or `input_json_delta` pieces and stopped, then the stop
+    reason and output tokens in `message_delta`, and `message_stop`."""
+    usage = body["usage"]
+    start = {
+        **body,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 0},
+    }
+    events = [
+        _sse({"type": "message_start", "message": start}, "message_start"),
+        _sse({"type": "ping"}, "ping"),
+    ]
+    for index, block in enumerate(body["content"]):
+        if block["type"] == "text":
+            opening: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]
+        else:
+            opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            deltas = [
+                {"type": "input_json_delta", "partial_json": piece}
+                for piece in _pieces(json.dumps(block["input"]))
+            ]
+        events.append(
+            _sse(
+                {"type": "content_block_start", "index": index, "content_block": opening},
+                "content_block_start",
+            )
+        )
+        events += [
+            _sse(
+                {"type": "content_block_delta", "index": index, "delta": delta},
+                "content_block_delta",
+            )
+            for delta in deltas
+        ]
+        events.append(_sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
+    stop = {"stop_reason": body["stop_reason"], "stop_sequence": None}
+    events += [
+        _sse(
+            {
+                "type": "message_delta",
+                "delta": stop,
+                "usage": {"output_tokens": usage["output_tokens"]},
+            },
+            "message_delta",
+        ),
+        _sse({"type": "message_stop"}, "message_stop"),
+    ]
+    return events
