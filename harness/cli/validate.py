@@ -45,6 +45,7 @@ def schema(
 ) -> None:
     """Print the JSON Schema of a file kind, for editor autocompletion; `domain` prints the guide
     to the Python API a domain and a python agent are written against."""
+    from harness.domains.replay import ReplayState
     from harness.specs.schema import json_schema
 
     if kind == "domain":
@@ -53,4 +54,4 @@ def schema(
         typer.echo(api_guide())
         return
     with user_errors():
-        typer.echo(json.dumps(json_schema(kind), indent=2))
+        typer.echo(json.dumps(json_schema(kind, {"replay": ReplayState}), indent=2))
