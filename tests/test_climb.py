@@ -11,13 +11,20 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from harness.climb.search import split_tasks
 from harness.domains.base import resolve_domain
-from harness.specs.load import load_agent
+from harness.domains.support import SupportDesk
+from harness.sim.suite import TaskCase
+from harness.specs.climb import ClimbTasks
+from harness.specs.load import Loaded, load_agent
 from harness.specs.overrides import Override
+from harness.specs.persona import Persona
+from harness.specs.task import Task
 from tests.conftest import ROOT, run_harness
 
 CLIMB = "climbs/refund-window.yaml"
@@ -188,3 +195,122 @@ def test_a_killed_climb_resumes(project: Path) -> None:
     assert f"climb {climb_id[1]}:" in resumed.stdout and "SHIPPED" in resumed.stdout
     shown = run_harness("climb", "show", climb_id[1], cwd=project)
     assert shown.returncode == 0 and "refund-policy" in shown.stdout
+
+
+def case(task_id: str, tags: list[str], source: dict[str, Any] | None = None) -> TaskCase:
+    """A support task; with `source`, one `harness traces to-tasks` made (tagged so, too)."""
+    data: dict[str, Any] = {
+        "kind": "task",
+        "id": task_id,
+        "title": task_id,
+        "level": 1,
+        "tags": tags,
+        "domain": "support",
+        "persona": "user",
+        "scenario": {"reason": "a test"},
+        "checks": [{"kind": "no_error"}],
+    }
+    if source is not None:
+        data["tags"] = ["regression", "production", source["kind"], *tags]
+        data["source"] = {"traces": 1, **source}
+    task = Task.model_validate(data)
+    persona = Persona.model_construct(name="user")
+    return TaskCase(Loaded(task, Path(f"{task_id}.yaml")), persona, SupportDesk, {})
+
+
+def produced(task_id: str, signature: str, kind: str = "failure") -> TaskCase:
+    return case(task_id, [], {"kind": kind, "signature": signature})
+
+
+def production_suite() -> list[TaskCase]:
+    """Three clusters of several tasks, six single-task failure clusters, two successes, and
+    hand-written tasks: three regression-tagged, four not."""
+    clustered = [
+        produced(f"{s}{i}", s) for s, n in (("a", 2), ("b", 3), ("c", 4)) for i in range(n)
+    ]
+    singles = [produced(f"f{i}", f"single failure {i}") for i in range(6)]
+    successes = [produced(f"s{i}", f"single success {i}", "success") for i in range(2)]
+    written = [case(f"r{i}", ["regression"]) for i in range(3)]
+    written += [case(f"h{i}", ["orders"]) for i in range(4)]
+    return clustered + singles + successes + written
+
+
+def test_production_tasks_are_split_by_failure_cluster() -> None:
+    cases = production_suite()
+    split = split_tasks(cases, ClimbTasks(paths=["tasks"]))
+    assert sorted(split.train + split.validation) == sorted(c.task.id for c in cases)
+    assert not set(split.train) & set(split.validation)
+    # A cluster of two or more tasks is on both sides.
+    for cluster in "abc":
+        assert any(t.startswith(cluster) for t in split.train), (cluster, split)
+        assert any(t.startswith(cluster) for t in split.validation), (cluster, split)
+    # Single-task clusters: about half held out, failures and successes both trained on.
+    singles = [t for t in split.validation if t[0] in "fs"]
+    assert 3 <= len(singles) <= 5, split
+    assert any(t.startswith("f") for t in split.train)
+    assert any(t.startswith("s") for t in split.train)
+    # Hand-written regression tasks stay held out; the others keep the random split.
+    assert {"r0", "r1", "r2"} <= set(split.validation)
+    assert any(t.startswith("h") for t in split.train)
+    assert split.clusters == 3 + 6 + 2
+
+
+def test_the_production_split_is_deterministic_by_seed() -> None:
+    cases = production_suite()
+    first = split_tasks(cases, ClimbTasks(paths=["tasks"], seed=3))
+    again = split_tasks(list(cases), ClimbTasks(paths=["tasks"], seed=3))
+    assert first == again
+    others = {
+        tuple(split_tasks(cases, ClimbTasks(paths=["tasks"], seed=s)).train) for s in range(8)
+    }
+    assert len(others) > 1  # the seed chooses which tasks
+
+
+def test_only_production_tasks_still_have_both_sides() -> None:
+    # Every cluster one task: the two kinds each keep a train task, and one is held out.
+    split = split_tasks(
+        [produced("f0", "x"), produced("s0", "y", "success")], ClimbTasks(paths=["tasks"])
+    )
+    assert split == split_tasks(
+        [produced("f0", "x"), produced("s0", "y", "success")], ClimbTasks(paths=["tasks"])
+    )
+    assert (split.train, split.validation) == (["f0"], ["s0"])
+    thirty = [produced(f"p{i:02}", f"cluster {i}") for i in range(30)]
+    split = split_tasks(thirty, ClimbTasks(paths=["tasks"]))
+    assert (len(split.train), len(split.validation), split.clusters) == (15, 15, 30)
+
+
+def test_production_tasks_can_be_held_out_like_other_regression_tasks() -> None:
+    cases = production_suite()
+    split = split_tasks(cases, ClimbTasks(paths=["tasks"], split_production=False))
+    assert all(t.startswith("h") for t in split.train), split
+    assert split.clusters == 0
+
+
+def test_explicit_selections_keep_hand_written_regression_tasks_held_out() -> None:
+    cases = production_suite()
+    spec = ClimbTasks.model_validate(
+        {"paths": ["tasks"], "train": {"tags": ["regression"]}, "validation": {"ids": ["h0"]}}
+    )
+    split = split_tasks(cases, spec)
+    assert not {"r0", "r1", "r2"} & set(split.train)
+    assert {"r0", "r1", "r2", "h0"} <= set(split.validation)
+    assert "a0" in split.train  # production tasks carry the tag, but may be trained on
+
+
+def test_a_climb_with_nothing_to_train_on_is_bad_input(project: Path) -> None:
+    support = project / "tasks" / "support"
+    for task in support.glob("*.yaml"):
+        if "regression" not in yaml.safe_load(task.read_text())["tags"]:
+            task.unlink()
+    config = yaml.safe_load((project / CLIMB).read_text())
+    config["tasks"]["paths"] = ["../tasks/support"]
+    (project / "climbs" / "regression-only.yaml").write_text(yaml.safe_dump(config))
+    done = run_harness("climb", "climbs/regression-only.yaml", "--no-traces", cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""  # no split line: the search never started
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("climbs/regression-only.yaml:"), line
+    assert "tasks: 0 train tasks after the split (8 tasks, all held out: tagged regression)" in line
+    assert "set tasks.train" in line
+    assert not (project / ".harness" / "results.db").exists()  # no episode was played

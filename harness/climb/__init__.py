@@ -81,7 +81,11 @@ def record_decision(
         "stopped_by": found.stopped_by,
         "episodes": found.episodes,
         "spent_usd": found.spent_usd + found.reflection_usd,
-        "split": {"train": found.split.train, "validation": found.split.validation},
+        "split": {
+            "train": found.split.train,
+            "validation": found.split.validation,
+            "failure_clusters": found.split.clusters,
+        },
     }
     store.finish_climb(found.climb_id, "shipped" if decision.accepted else "not shipped", summary)
     if found.context.config.wandb.resolved_mode() == "disabled":

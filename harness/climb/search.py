@@ -23,16 +23,19 @@ from harness.specs.climb import Climb, ClimbTasks, Selection
 from harness.specs.load import Loaded, load_agent
 from harness.specs.located import SpecError
 from harness.specs.overrides import Override
+from harness.specs.task import Provenance
 from harness.store import new_id
 from harness.transcript import Message
 
 
 @dataclass
 class Split:
-    """Task ids reflected on, and held out for acceptance."""
+    """Task ids reflected on, and held out for acceptance; `clusters` counts the failure
+    clusters (`source.signature`) of the tasks made from production that were split."""
 
     train: list[str]
     validation: list[str]
+    clusters: int = 0
 
 
 @dataclass
@@ -55,8 +58,10 @@ class SearchResult:
 
 
 def split_tasks(cases: list[TaskCase], spec: ClimbTasks) -> Split:
-    """Train and validation ids: as selected, or a seeded random split; regression-tagged
-    tasks always held out."""
+    """Train and validation ids: as selected, or a seeded random split; hand-written
+    regression-tagged tasks always held out. Tasks made from production are all tagged
+    regression, yet they are what the flywheel gives the climb to learn from: unless
+    `split_production` is off they are split too, stratified by failure cluster."""
 
     def chosen(selection: Selection, case: TaskCase) -> bool:
         task = case.task
@@ -66,19 +71,122 @@ def split_tasks(cases: list[TaskCase], spec: ClimbTasks) -> Split:
             or task.level in selection.levels
         )
 
-    held = {c.task.id for c in cases if set(c.task.tags) & set(spec.regression_tags)}
+    sources = {c.task.id: c.task.source for c in cases if from_production(c, spec)}
+    held = {c.task.id for c in cases if always_held(c, spec)}
     if spec.train is not None:
         train = [c.task.id for c in cases if chosen(spec.train, c)]
     else:
-        pool = [c.task.id for c in cases if c.task.id not in held]
+        pool = [c.task.id for c in cases if c.task.id not in held and c.task.id not in sources]
         shuffled = random.Random(spec.seed).sample(pool, len(pool))
-        train = sorted(shuffled[: max(1, round(len(pool) * (1 - spec.validation_fraction)))])
+        train = shuffled[: max(1, round(len(pool) * (1 - spec.validation_fraction)))]
+        train = sorted(train + production_train(sources, spec))
     train = [t for t in train if t not in held]
     if spec.validation is not None:
         validation = [c.task.id for c in cases if chosen(spec.validation, c) or c.task.id in held]
     else:
         validation = [c.task.id for c in cases if c.task.id not in train]
-    return Split(train, [t for t in validation if t not in train])
+    clusters = len({source.signature for source in sources.values() if source})
+    return Split(train, [t for t in validation if t not in train], clusters)
+
+
+def from_production(case: TaskCase, spec: ClimbTasks) -> bool:
+    """A task `harness traces to-tasks` made (it has a `source`), split like any other task."""
+    return spec.split_production and case.task.source is not None
+
+
+def always_held(case: TaskCase, spec: ClimbTasks) -> bool:
+    """A regression-tagged task the climb never reflects on: a hand-written one (or any, when
+    production tasks are not split)."""
+    tagged = bool(set(case.task.tags) & set(spec.regression_tags))
+    return tagged and not from_production(case, spec)
+
+
+def production_train(sources: dict[str, Provenance | None], spec: ClimbTasks) -> list[str]:
+    """The train ids among tasks made from production (id -> `source`), so that each failure
+    mode is both learned from and checked on held-out tasks: a cluster (`source.signature`) of
+    two or more tasks has tasks on each side; single-task clusters are split by the seed within
+    each kind (failure, success), about `validation_fraction` held out, every kind kept on
+    train, and both sides given one when there are two or more."""
+    rng = random.Random(spec.seed)
+    clusters: dict[str, list[str]] = {}
+    kinds: dict[str, str] = {}
+    for task_id, source in sources.items():
+        if source is not None:
+            clusters.setdefault(source.signature, []).append(task_id)
+            kinds[task_id] = source.kind
+    train: list[str] = []
+    singles: dict[str, list[str]] = {}
+    for signature in sorted(clusters):
+        ids = sorted(clusters[signature])
+        if len(ids) == 1:
+            singles.setdefault(kinds[ids[0]], []).append(ids[0])
+            continue
+        rng.shuffle(ids)
+        out = min(max(1, _half_up(len(ids) * spec.validation_fraction)), len(ids) - 1)
+        train += ids[out:]
+    # Rounding the running count keeps the total near the fraction across kinds.
+    kept: dict[str, list[str]] = {}
+    seen = held = 0
+    for kind in sorted(singles):  # "failure" before "success"
+        ids = sorted(singles[kind])
+        rng.shuffle(ids)
+        seen += len(ids)
+        out = max(0, min(_half_up(seen * spec.validation_fraction) - held, len(ids) - 1))
+        held += out
+        kept[kind] = ids[out:]
+    if held == 0 and seen >= 2:
+        # One task of each kind: hold one out anyway, a success before a failure, since the
+        # climb learns from failing transcripts.
+        kind = max(sorted(kept), key=lambda k: (len(kept[k]), k == "success"))
+        kept[kind].pop()
+    return train + [task_id for ids in kept.values() for task_id in ids]
+
+
+def _half_up(value: float) -> int:
+    """`value` rounded, halves up (`round` sends 2.5 to 2)."""
+    return int(value + 0.5)
+
+
+def require_both_sides(split: Split, cases: list[TaskCase], loaded: Loaded[Climb]) -> None:
+    """A climb reflects on train tasks and is accepted on held-out ones: with either side
+    empty there is nothing to climb, which is bad input, said in one line before GEPA starts
+    (GEPA itself fails obscurely on an empty train set)."""
+    spec = loaded.spec.tasks
+    if not split.validation:
+        message = (
+            f"0 held-out tasks after the split ({len(cases)} tasks, all train); a candidate "
+            "ships only through the gate on held-out tasks: set tasks.validation or add tasks"
+        )
+        raise SpecError([loaded.problem(("tasks",), message)])
+    if split.train:
+        return
+    tags = " or ".join(spec.regression_tags)
+    held = sum(always_held(c, spec) for c in cases)
+    if spec.train is not None:
+        message = (
+            f"0 train tasks: tasks.train selects none of the {len(cases) - held} tasks that "
+            "are not always held out"
+        )
+        message += f" ({held} tagged {tags} are)" if held else ""
+        raise SpecError([loaded.problem(("tasks", "train"), message)])
+    fixes = ["set tasks.train", f"add tasks not tagged {tags}", "change tasks.regression_tags"]
+    if not spec.split_production and any(c.task.source for c in cases):
+        fixes.insert(0, "set tasks.split_production: true")
+    everything = "all" if held == len(cases) else str(held)
+    message = (
+        f"0 train tasks after the split ({len(cases)} tasks, {everything} held out: tagged "
+        f"{tags}); {', '.join(fixes[:-1])} or {fixes[-1]}"
+    )
+    raise SpecError([loaded.problem(("tasks",), message)])
+
+
+def split_line(climb_id: str, split: Split) -> str:
+    """The progress line of the split, with the production clusters (failure modes and kinds of
+    success) its production tasks came from."""
+    line = f"climb {climb_id}: {len(split.train)} train, {len(split.validation)} held-out tasks"
+    if split.clusters:
+        line += f" ({split.clusters} production cluster{'s' if split.clusters != 1 else ''})"
+    return line
 
 
 def search(
@@ -93,8 +201,6 @@ def search(
 
     config, base = loaded.spec, loaded.path.parent
     climb_id = climb_id or new_id("climb-")
-    workdir = STATE_DIR / "climbs" / climb_id
-    workdir.mkdir(parents=True, exist_ok=True)
     production_file = (base / config.production).resolve()
     overrides = [Override.parse_in(o, "agent") for o in config.overrides]
     production = load_agent(production_file, overrides).spec
@@ -105,6 +211,9 @@ def search(
     cases = load_task_set(params).cases
     seed = seed_candidate(production, config.components, tool_docs(cases, loaded))
     split = split_tasks(cases, config.tasks)
+    require_both_sides(split, cases, loaded)
+    workdir = STATE_DIR / "climbs" / climb_id
+    workdir.mkdir(parents=True, exist_ok=True)
     context = ClimbContext(config, base, production_file, seed, workdir, options)
     adapter = HarnessAdapter(context)
     reflection = Reflection(config, options)
@@ -125,7 +234,7 @@ def search(
         stoppers.append(TimeoutStopCondition(config.budget.minutes * 60))
     if config.budget.candidates is not None:
         stoppers.append(MaxCandidateProposalsStopper(config.budget.candidates))
-    progress(f"climb {climb_id}: {len(split.train)} train, {len(split.validation)} held-out tasks")
+    progress(split_line(climb_id, split))
     started = time.monotonic()
     result = gepa.optimize(
         seed_candidate=seed,

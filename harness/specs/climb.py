@@ -60,7 +60,9 @@ class ClimbTasks(Spec):
     paths: list[str] = Field(min_length=1, description="Task files or folders.")
     personas: str | None = Field(default=None, description="Personas folder (default: nearest).")
     train: Selection | None = Field(
-        default=None, description="The train split; otherwise a seeded random split."
+        default=None,
+        description="The train split; otherwise a seeded random split (stratified by failure "
+        "cluster for tasks made from production).",
     )
     validation: Selection | None = Field(
         default=None, description="The validation split; by default every task not in train."
@@ -71,7 +73,15 @@ class ClimbTasks(Spec):
     seed: int = Field(default=0, description="Seed of the random split.")
     regression_tags: list[str] = Field(
         default_factory=lambda: ["regression"],
-        description="Tasks with these tags are always in validation, never reflected on.",
+        description="Tasks with these tags are always in validation, never reflected on (but "
+        "for tasks made from production, see `split_production`).",
+    )
+    split_production: bool = Field(
+        default=True,
+        description="Tasks made by `harness traces to-tasks` (a `source` block; all tagged "
+        "regression) are split, stratified by failure cluster (`source.signature`), so the "
+        "climb learns from production's failures and is accepted on others; false holds them "
+        "out like other regression tasks.",
     )
 
 
