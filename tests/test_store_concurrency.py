@@ -117,8 +117,9 @@ def test_concurrent_runs_and_a_compare_on_one_store_all_succeed(
             assert process.returncode in allowed, f"repetition {repetition}: {out[-2000:]}{err}"
             assert "Traceback" not in err
         assert "flipped to pass" in out, "the compare printed its comparison"
-        # Identical commands shared one run; distinct ones have their own.
-        assert query(store, "SELECT COUNT(*) FROM runs") == [(2 + (writers + 1) // 2,)]
+        # Identical commands shared one run; distinct ones have their own; a regrade is a new run.
+        regraded = beside[0] == "grade"
+        assert query(store, "SELECT COUNT(*) FROM runs") == [(2 + (writers + 1) // 2 + regraded,)]
         assert_whole(store)
 
 

@@ -1,4 +1,5 @@
-"""`harness grade RUN_ID`: re-score a stored run with the tasks' current checks."""
+"""`harness grade RUN_ID`: re-score a stored run with the tasks' current checks, into a new
+run id, so that what a gate decided on under the old one never changes."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from harness.cli._common import (
 
 
 def grade(
-    run_id: Annotated[str, typer.Argument(help="The stored run to re-score.")],
+    run_id: Annotated[
+        str, typer.Argument(help="The stored run to re-score (it is left as it is).")
+    ],
     store: StoreOpt = defaults.RESULTS_STORE,
     judge_model: Annotated[
         str | None, typer.Option(help="Judge model (default: the one the run was graded with).")
@@ -38,7 +41,8 @@ def grade(
 ) -> None:
     """Re-score a stored run with the tasks' current checks, without simulating again.
 
-    The new verdicts are stored beside the old ones."""
+    The new verdicts go to a new run (a copy of the run's episodes, recording `regraded_from`),
+    whose id is printed: gate, compare or report it like any run. The old run is unchanged."""
     from harness.pipeline.runner import RunOptions
     from harness.pipeline.stored import regrade
     from harness.report.terminal import print_run
@@ -53,11 +57,18 @@ def grade(
     )
     with user_errors():
         judge = parse_model_option("--judge-model", judge_model) if judge_model else None
-        figures = regrade(options, run_id, judge, concurrency)
+        regraded = regrade(options, run_id, judge, concurrency)
     console = make_console()
-    print_run(figures, console)
+    print_run(regraded.figures, console)
     results = Store(store)
     try:
-        warn_unsandboxed(results, run_id, console)
+        warn_unsandboxed(results, regraded.run_id, console)
     finally:
         results.close()
+    console.print(
+        f"regraded {run_id} as {regraded.run_id} (judge {regraded.judge.id}); "
+        f"{run_id} keeps its verdicts",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )

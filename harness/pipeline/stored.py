@@ -28,7 +28,7 @@ from harness.report.json_summary import ResultsSummary, results_summary
 from harness.report.summary import RunFigures, run_figures
 from harness.specs.agent import ModelRef
 from harness.specs.located import Location, SpecError
-from harness.store import RunInfo, Store
+from harness.store import RunInfo, Store, new_id
 from harness.store_location import StoreLocation, StoreTarget
 from harness.tracing import NO_TRACER
 
@@ -164,31 +164,53 @@ def _with_runtime(options: RunOptions, work: Callable[[ModelRuntime], Awaitable[
         runtime.close()
 
 
+@dataclass
+class Regraded:
+    """A stored run graded again: the new run that holds the new verdicts, and its summary."""
+
+    run_id: str
+    judge: ModelRef
+    figures: RunFigures
+
+
 def regrade(
     options: RunOptions, run_id: str, judge: dict[str, Any] | None, concurrency: int
-) -> RunFigures:
-    """Re-score a stored run with its tasks' current checks, as the `grade` node does; the new
-    verdicts are stored beside the old ones. The judge defaults to the one the run was graded
-    with."""
+) -> Regraded:
+    """Re-score a stored run with its tasks' current checks, as the `grade` node does, into a
+    new run: a copy of its episodes whose configuration records `regraded_from`, the judge and
+    the tasks' current content, graded in a pass of its own. The first run's verdicts, which a
+    gate may have decided on, stay as they were. The judge defaults to the one the run was
+    graded with."""
     store = open_store(options.store, f"no run {run_id!r} in the store")
     try:
         info = stored_run(store, run_id)
         task_set = stored_tasks(info)
         judge_ref = ModelRef.model_validate(judge or info.config.get("judge_model") or JUDGE_MODEL)
+        grading = new_id("grade-")
+        played = {task for task, _ in store.episode_keys(run_id)}
+        values = {
+            "regraded_from": run_id,
+            "judge_model": judge_ref.model_dump(mode="json"),
+            "grading": grading,
+            # the content of the tasks it is graded with, which the gate compares with others
+            "suite": {t: h for t, h in task_set.task_hashes.items() if t in played},
+        }
+        copy = store.copy_run(run_id, values)
         run = Run(
-            run_id=run_id,
+            run_id=copy,
             variant=info.variant,
             variant_hash=info.variant_hash,
-            episodes=len(store.episode_keys(run_id)),
+            episodes=len(store.episode_keys(copy)),
         ).with_cases(task_set.cases)
 
         async def grade(runtime: ModelRuntime) -> None:
             with Board(enabled=options.progress) as board:
                 ctx = NodeContext(store, runtime, NO_TRACER, board, "", "grade")
-                await grade_run(run, judge_ref, concurrency, ctx)
+                await grade_run(run, judge_ref, concurrency, grading, ctx)
 
         _with_runtime(options, grade)
-        return run_figures(store, run_id, run.levels)
+        store.finish_run(copy)
+        return Regraded(copy, judge_ref, run_figures(store, copy, run.levels))
     finally:
         store.close()
 

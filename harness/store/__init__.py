@@ -145,13 +145,9 @@ class Store(ClimbRecords):
         one transaction, so that two processes running the same node share one run."""
 
         def claim(db: Database) -> str:
-            db.lock(f"claim {node_key}")
-            row = db.execute(
-                "SELECT id FROM runs WHERE node_key = ? ORDER BY created_at DESC, id DESC LIMIT 1",
-                (node_key,),
-            ).fetchone()
-            if row is not None:
-                return str(row["id"])
+            claimed = _claimed_run(db, node_key)
+            if claimed is not None:
+                return claimed
             return insert_run(db, variant, variant_hash, config, node_key, pipeline_id)
 
         info = self.run(self.db.write(claim))
@@ -168,14 +164,69 @@ class Store(ClimbRecords):
         written in one transaction, so that no other process's addition is lost."""
 
         def update(db: Database) -> None:
-            db.lock(f"run {run_id}")
-            row = db.execute("SELECT config FROM runs WHERE id = ?", (run_id,)).fetchone()
-            if row is not None:
-                config = {**json.loads(row["config"]), **values}
-                text = redact(json.dumps(config, sort_keys=True))
-                db.execute("UPDATE runs SET config = ? WHERE id = ?", (text, run_id))
+            config = _locked_config(db, run_id)
+            if config is not None:
+                _set_config(db, run_id, {**config, **values})
 
         self.db.write(update)
+
+    def claim_grading(self, run_id: str, grading: str, values: dict[str, Any]) -> bool:
+        """Make `grading` the run's one grading pass, recording it and `values` (its judge) in
+        the run's configuration, unless another pass graded the run first; True when the pass
+        is (now) the run's. Decided in one transaction: a run's verdicts, once a gate may have
+        read them, are never joined by another pass's (a regrade grades a copy, `copy_run`). A
+        run graded before passes were recorded belongs to the pass that graded it, if only one."""
+
+        def claim(db: Database) -> bool:
+            config = _locked_config(db, run_id)
+            if config is None:
+                return False
+            if "grading" in config:
+                return bool(config["grading"] == grading)
+            other = db.execute(
+                "SELECT 1 FROM verdicts WHERE run_id = ? AND grading <> ? LIMIT 1",
+                (run_id, grading),
+            ).fetchone()
+            if other is not None:
+                return False
+            _set_config(db, run_id, {**config, **values, "grading": grading})
+            return True
+
+        return self.db.write(claim)
+
+    def copy_run(
+        self,
+        run_id: str,
+        values: dict[str, Any],
+        node_key: str | None = None,
+        pipeline_id: str | None = None,
+    ) -> str:
+        """A new run of the same variant holding copies of a run's episodes (their transcripts,
+        not their verdicts), its configuration the run's with `values` added: a regrade grades
+        the copy, so that the verdicts read on the first run never change and the regrade has
+        an id of its own. One transaction; with a node key, the copy that key made before is
+        returned instead (resumed, never made twice)."""
+
+        def copy(db: Database) -> str:
+            if node_key is not None:
+                claimed = _claimed_run(db, node_key)
+                if claimed is not None:
+                    return claimed
+            row = db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise LookupError(f"no run {run_id!r} in the store")
+            source = run_info(row)
+            config = {**source.config, **values}
+            new = insert_run(db, source.variant, source.variant_hash, config, node_key, pipeline_id)
+            db.execute(
+                "INSERT INTO episodes (run_id, task_id, trial, end_reason, turns, transcript,"
+                " usage, trace_id, call_id) SELECT ?, task_id, trial, end_reason, turns,"
+                " transcript, usage, trace_id, call_id FROM episodes WHERE run_id = ?",
+                (new, run_id),
+            )
+            return new
+
+        return self.db.write(copy)
 
     def run(self, run_id: str) -> RunInfo | None:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
@@ -342,8 +393,9 @@ class Store(ClimbRecords):
     # ------------------------------------------------------------ verdicts
 
     def add_verdict(self, run_id: str, verdict: Verdict, grading: str) -> None:
-        """Store a verdict of one grading pass; older passes' verdicts of the same episode are
-        kept (re-scoring). An episode graded again in the same pass keeps its first verdict."""
+        """Store a verdict of one grading pass (the run's one pass: `claim_grading`; a store
+        from before that may hold older passes, and readers take the newest verdict). An
+        episode graded again in the same pass keeps its first verdict."""
         values = (
             run_id,
             verdict.task_id,
@@ -412,3 +464,26 @@ class Store(ClimbRecords):
             if len(rows) < PAGE:
                 return
             after = (rows[-1]["task_id"], rows[-1]["trial"])
+
+
+def _claimed_run(db: Database, node_key: str) -> str | None:
+    """Inside a write: the newest run a node with this key started, holding the key's lock so
+    that the caller's decision to start one instead is made once."""
+    db.lock(f"claim {node_key}")
+    row = db.execute(
+        "SELECT id FROM runs WHERE node_key = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+        (node_key,),
+    ).fetchone()
+    return str(row["id"]) if row is not None else None
+
+
+def _locked_config(db: Database, run_id: str) -> dict[str, Any] | None:
+    """Inside a write: a run's configuration, locked until commit (None: no such run)."""
+    db.lock(f"run {run_id}")
+    row = db.execute("SELECT config FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return json.loads(row["config"]) if row is not None else None
+
+
+def _set_config(db: Database, run_id: str, config: dict[str, Any]) -> None:
+    text = redact(json.dumps(config, sort_keys=True))
+    db.execute("UPDATE runs SET config = ? WHERE id = ?", (text, run_id))

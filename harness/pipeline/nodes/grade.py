@@ -1,4 +1,8 @@
-"""`grade`: grade a run's stored transcripts with its tasks' checks; verdicts are stored."""
+"""`grade`: grade a run's stored transcripts with its tasks' checks; verdicts are stored.
+
+A run is graded once: the verdicts a gate, a comparison or a report read under a run id never
+change. Grading it again (another judge, changed checks) grades a copy of its episodes under a
+new run id (`harness grade RUN_ID` too: `harness.pipeline.stored.regrade`)."""
 
 from __future__ import annotations
 
@@ -15,7 +19,6 @@ from harness.pipeline.nodes import NodeContext, NodeKind, register
 from harness.pipeline.types import Episodes, Graded, Run
 from harness.specs.agent import ModelRef
 from harness.specs.base import Spec
-from harness.store import new_id
 
 
 class GradeParams(Spec):
@@ -28,13 +31,31 @@ class GradeParams(Spec):
     concurrency: int = Field(default=8, ge=1, description="Episodes graded at once.")
 
 
-async def grade_run(run: Run, judge: ModelRef, concurrency: int, ctx: NodeContext) -> Counter[str]:
+def claim_run_to_grade(run: Run, judge: ModelRef, grading: str, ctx: NodeContext) -> Run:
+    """The run a grading pass stores its verdicts under: the given run when the pass is the
+    one that grades it (the first, or the same one resumed after a crash), else a copy of its
+    episodes under a new run id that records `regraded_from`. The copy is keyed by the pass
+    and the run it copies, so that a resumed pass finds it again."""
+    values = {"judge_model": judge.model_dump(mode="json")}
+    if ctx.store.claim_grading(run.run_id, grading, values):
+        return run
+    copy = ctx.store.copy_run(
+        run.run_id,
+        {**values, "grading": grading, "regraded_from": run.run_id},
+        node_key=f"{grading}/{run.run_id}",
+        pipeline_id=ctx.pipeline_id,
+    )
+    return run.model_copy(update={"run_id": copy}).with_cases(run.cases)
+
+
+async def grade_run(
+    run: Run, judge: ModelRef, concurrency: int, grading: str, ctx: NodeContext
+) -> Counter[str]:
     """Grade every stored episode of a run (streamed from the store) and store the verdicts.
 
-    The verdicts form one grading pass, named by the node's key: a pass resumed after a crash
-    grades only the episodes it had not graded. Without a key (`harness grade`), a new pass."""
+    The verdicts form one grading pass, named `grading` (the run's own: `claim_run_to_grade`):
+    a pass resumed after a crash grades only the episodes it had not graded."""
     cases = {case.task.id: case for case in run.cases}
-    grading = ctx.key or new_id("grade-")
     graded = ctx.store.graded_keys(run.run_id, grading)
     tracker = ctx.board.track(ctx.node_id, run.episodes)
     for _ in graded:
@@ -65,11 +86,11 @@ async def grade_run(run: Run, judge: ModelRef, concurrency: int, ctx: NodeContex
 
 async def run(params: GradeParams, inputs: list[Any], ctx: NodeContext) -> Graded:
     [episodes] = inputs
-    ctx.store.update_run_config(
-        episodes.run_id, {"judge_model": params.judge_model.model_dump(mode="json")}
-    )
-    counts = await grade_run(episodes, params.judge_model, params.concurrency, ctx)
-    return Graded(**episodes.model_dump(), counts=dict(counts)).with_cases(episodes.cases)
+    graded = claim_run_to_grade(episodes, params.judge_model, ctx.key, ctx)
+    counts = await grade_run(graded, params.judge_model, params.concurrency, ctx.key, ctx)
+    if graded.run_id != episodes.run_id:
+        ctx.store.finish_run(graded.run_id)  # a copy: no simulate node finishes it
+    return Graded(**graded.model_dump(), counts=dict(counts)).with_cases(graded.cases)
 
 
 def restore(output: Graded, inputs: list[Any]) -> Graded:
