@@ -322,9 +322,9 @@ def test_a_misconfigured_judge_fails_the_gate_naming_the_error_rule(tmp_path: Pa
     assert done.returncode == 1, done.stdout + done.stderr
     assert "gate: FAIL" in done.stdout
     assert (
-        "errors: candidate run {run}: 3/6 episodes without complete evidence (50.0%; 2 error "
-        "verdicts, 1 with an undecided soft check, 0 ungraded; by side: judge 2, judge (soft check) 1) "
-        "is over the limit of 5%"
+        "errors: candidate run {run}: 2/6 episodes without a verdict (33.3%; 2 error verdicts, "
+        "0 ungraded; by side: judge 2, judge (soft check) 1) is over the limit of 5%; 1 passes "
+        "with an undecided soft check (not counted)"
     ).format(run=latest_run(store, "support-careful")) in done.stdout
     assert "regression errors: prompt-injection-refund (candidate trial 0: judge error on" in (
         done.stdout

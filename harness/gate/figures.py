@@ -76,7 +76,9 @@ class RunErrors(BaseModel):
         default_factory=dict,
         description="Errors and soft-check errors by the side that failed (agent, judge, ...).",
     )
-    rate: float = Field(description="(errors + ungraded + soft errors) / episodes.")
+    rate: float = Field(
+        description="(errors + ungraded) / episodes; soft errors are reported, not counted."
+    )
 
 
 class SuiteFigures(BaseModel):

@@ -44,7 +44,7 @@ def run_errors(side: GradedEpisodes, role: Literal["candidate", "baseline"]) -> 
     if side.ungraded:
         by_side["ungraded"] = len(side.ungraded)
     episodes = len(side.rows) + len(side.ungraded)
-    missing = errors + soft + len(side.ungraded)
+    missing = errors + len(side.ungraded)
     return RunErrors(
         run_id=side.run_id,
         role=role,
@@ -58,18 +58,24 @@ def run_errors(side: GradedEpisodes, role: Literal["candidate", "baseline"]) -> 
 
 
 def error_rule(config: Gate, figures: RunErrors) -> RuleCheck:
-    """A run may hold at most `max_error_rate` of episodes without complete evidence."""
-    missing = figures.errors + figures.soft_errors + figures.ungraded
+    """A run may hold at most `max_error_rate` of episodes without a verdict. A pass whose soft
+    check could not decide is a verdict (soft checks decide nothing): it is named, not counted,
+    so a judge that cannot run never fails a gate its verdicts do not depend on."""
+    missing = figures.errors + figures.ungraded
     sides = ", ".join(f"{side} {n}" for side, n in figures.by_side.items()) or "none"
     over = figures.rate > config.max_error_rate
     return RuleCheck(
         rule=f"errors ({figures.role})",
         passed=not over,
         detail=f"errors: {figures.role} run {figures.run_id}: {missing}/{figures.episodes} "
-        f"episodes without complete evidence ({figures.rate:.1%}; {figures.errors} error "
-        f"verdicts, {figures.soft_errors} with an undecided soft check, {figures.ungraded} "
-        f"ungraded; by side: {sides}) {'is over' if over else 'is within'} the limit of "
-        f"{config.max_error_rate:.0%}",
+        f"episodes without a verdict ({figures.rate:.1%}; {figures.errors} error verdicts, "
+        f"{figures.ungraded} ungraded; by side: {sides}) {'is over' if over else 'is within'} "
+        f"the limit of {config.max_error_rate:.0%}"
+        + (
+            f"; {figures.soft_errors} passes with an undecided soft check (not counted)"
+            if figures.soft_errors
+            else ""
+        ),
     )
 
 

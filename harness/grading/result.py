@@ -80,8 +80,8 @@ class Verdict(BaseModel):
         return [c for c in self.checks if c.gates and c.outcome != "pass"]
 
     def soft_errors(self) -> list[CheckResult]:
-        """Soft checks that could not decide: they leave the outcome alone but the episode's
-        evidence is incomplete, so reports show them and the gate counts them as errors."""
+        """Soft checks that could not decide: they leave the outcome alone (soft checks decide
+        nothing), so reports and the gate name them without counting them as errors."""
         return [c for c in self.checks if c.undecided]
 
     def judge_usage(self) -> Usage:

@@ -82,7 +82,7 @@ def print_run(figures: RunFigures, console: Console, limit: int | None = None) -
         )
         console.print(
             f"[yellow]soft checks that could not decide: {soft} episodes ({by_side}): their "
-            "verdicts stand, the gate counts them as errors[/yellow]"
+            "verdicts stand (soft checks decide nothing)[/yellow]"
         )
     for role, usage in (("agent", figures.usage), ("user simulator", figures.user_usage)):
         print_usage(role, usage, console)

@@ -42,9 +42,9 @@ class Gate(Spec):
         ge=0,
         le=1,
         description="Most share of a compared run's episodes (candidate and baseline each) "
-        "without evidence: error verdicts, ungraded episodes and passes whose soft check could "
-        "not decide. Any error on a hard check of a regression-tagged task fails the gate "
-        "whatever this is.",
+        "without a verdict: error verdicts and ungraded episodes (a pass whose soft check "
+        "could not decide is reported, not counted: soft checks decide nothing). Any error on "
+        "a hard check of a regression-tagged task fails the gate whatever this is.",
     )
     min_tasks: int = Field(
         default=5,
