@@ -106,6 +106,10 @@ REFERENCES = {
         {"kind": "no_error", "tool": "issue_refund", "error": "KeyError"},
         References(tools={("tool",): "issue_refund"}),
     ),
+    "no_false_success": (
+        {"kind": "no_false_success", "tool": "reset_password"},
+        References(tools={("tool",): "reset_password"}),
+    ),
 }
 
 

@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
         "sqlite",
         "store_location",
         "jsontext",
+        "outcomes",
         "imports",
         "project",
     },

@@ -629,6 +629,38 @@ def test_no_error_fails_on_the_error_at_the_tool_or_a_crash() -> None:
     assert grade({"kind": "no_error"}, transcript([asked, failed]))[0] == "pass"
 
 
+def test_no_false_success_fails_a_claim_after_an_error_value_or_a_tool_error() -> None:
+    reset = ToolCall(id="c1", name="reset_password", arguments={"username": "jdoe"})
+    asked = Message(role="assistant", tool_calls=[reset])
+
+    def answered(content: str, is_error: bool = False) -> Message:
+        return Message(
+            role="tool",
+            tool_call_id="c1",
+            name="reset_password",
+            content=content,
+            is_error=is_error,
+        )
+
+    locked = answered('{"error": "account jdoe is locked"}')
+    done = Message(role="assistant", content="Done! A temporary password was sent.")
+    owned = Message(role="assistant", content="Your account is locked, so I could not reset it.")
+    check = {"kind": "no_false_success", "tool": "reset_password"}
+    outcome, reason = grade(check, transcript([asked, locked, done]))
+    assert outcome == "fail" and "account jdoe is locked" in reason
+    assert grade(check, transcript([asked, locked, owned]))[0] == "pass"
+    for failed in (
+        answered('{"ok": false, "message": "no licences"}'),
+        answered('{"status_code": 503, "message": "down"}'),
+        answered('"PermissionError: access denied"'),
+        answered("Error: reset_password failed: TimeoutError", is_error=True),
+    ):
+        assert grade(check, transcript([asked, failed, done]))[0] == "fail", failed.content
+    sent = answered('{"ok": true, "sent_to": "jane@corp.example"}')
+    assert grade(check, transcript([asked, sent, done]))[0] == "pass"
+    assert grade({**check, "tool": "lookup_user"}, transcript([asked, locked, done]))[0] == "pass"
+
+
 WRITER_SCRIPT = """kind: script
 rules:
   - when: {matches: "(?s)cancel_order"}

@@ -31,6 +31,7 @@ BUILTIN_KINDS = (
     "python",
     "llm_judge",
     "no_error",
+    "no_false_success",
 )
 
 

@@ -33,6 +33,7 @@ import yaml
 
 from harness.defaults import STOP_SIGNAL
 from harness.domains import Environment
+from harness.outcomes import DEFAULT, ErrorValues
 from harness.traces import derive
 from harness.traces.calls import Unreadable
 from harness.traces.criteria import rewrite_criteria
@@ -78,6 +79,8 @@ class TaskOptions:
     state_db: Path | None = None
     persona_model: str | None = None  # None: the persona replays the user's turns
     criteria_model: dict[str, Any] | None = None  # None: judge criteria from templates
+    hard_judges: bool = False  # `--judge hard`: judge criteria decide the task too
+    error_values: ErrorValues = DEFAULT  # which tool results are failures returned as values
 
     @property
     def replay(self) -> bool:
@@ -172,6 +175,26 @@ def _start(
     return start, expected
 
 
+def _corrected_calls(
+    checks: list[dict[str, Any]], recordings: list[dict[str, Any]]
+) -> dict[str, dict[str, list[str]]]:
+    """Replay matching for the calls a check requires with corrected arguments (`priority:
+    high` where production sent `normal`): production never made that call, so the replay
+    answers it with the recording of the same tool, ignoring the corrected arguments."""
+    matching: dict[str, dict[str, list[str]]] = {}
+    for check in checks:
+        if check["kind"] != "tool_called" or check.get("max_count") == 0:
+            continue
+        made = [r["arguments"] for r in recordings if r["tool"] == check["tool"]]
+        args = check.get("args") or {}
+        if not made or any(all(m.get(k) == v for k, v in args.items()) for m in made):
+            continue
+        corrected = [k for k in args if all(m.get(k) != args[k] for m in made)]
+        ignored = matching.setdefault(check["tool"], {"ignore": []})["ignore"]
+        ignored += [k for k in corrected if k not in ignored]
+    return matching
+
+
 def _recording(observation: Observation) -> dict[str, Any]:
     recorded = {"tool": observation.name, "arguments": observation.arguments}
     if observation.error is not None:
@@ -208,7 +231,9 @@ def task_data(
         assert options.domain_class is not None
         tools = set(options.domain_class.tool_names())
     if failure.failed:
-        checks = derive.failure_checks(conversation, failure, tools, ids, patterns)
+        checks = derive.failure_checks(
+            conversation, failure, tools, ids, patterns, options.hard_judges
+        )
     else:
         checks = derive.success_checks(conversation, patterns, expected)
     notes = [
@@ -220,6 +245,10 @@ def task_data(
     checks = [c for c in checks if not (c.get("tool") and c["tool"] not in tools)]
     if not any(c.get("hard", True) for c in checks):
         checks.append({"kind": "text", "name": "answers", "regex": "\\w"})
+    if options.replay:
+        matching = _corrected_calls(checks, start["state"]["recordings"])
+        if matching:
+            start["state"]["matching"] = matching
     kind = "failure" if failure.failed else "success"
     users = conversation.user_texts()
     summary = failure.reasons()[0] if failure.failed else (users[0] if users else "")
@@ -323,11 +352,35 @@ def write_tasks(
         header = (
             f"# Made by `harness traces to-tasks` from {cluster_.count} production "
             f"conversation(s) ({data['source']['kind']}).\n"
+            + "".join(f"# {line}\n" for line in _explained(data["checks"]))
         )
         text = yaml.dump(data, Dumper=DUMPER, sort_keys=False, allow_unicode=True, width=100)
         _write_atomically(path, header + text)
         written.made.append(path)
     return written
+
+
+MEANINGS = {
+    "no_error": "the failure production raised does not happen again",
+    "no_false_success": "no reply claims success after a tool call failed (production's "
+    "silent failure)",
+    "tool_called": "a call of the correct behaviour is made",
+    "text": "the reply states what it must",
+    "state": "the final state is what production's calls left",
+    "llm_judge": "a judge's view of the handling",
+}
+
+
+def _explained(checks: list[dict[str, Any]]) -> list[str]:
+    """A comment line per check: what it stands for, and whether it decides the task."""
+    lines = ["Checks:"]
+    for check in checks:
+        weight = "decides" if check.get("hard", True) else "soft, reported only"
+        meaning = MEANINGS.get(check["kind"], check["kind"])
+        if check.get("max_count") == 0:
+            meaning = "the call that went wrong in production is never made"
+        lines.append(f"  {check.get('name') or check['kind']}: {meaning} ({weight})")
+    return lines
 
 
 def _write_atomically(path: Path, text: str) -> None:

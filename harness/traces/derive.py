@@ -9,10 +9,15 @@
   note states a value: an amount (the call it corrects, with the right amount; never the wrong
   one), a tool (called, or never called when the note says so), an argument (`name=value`).
   An `expected` label states them directly (`answer`, `must_call`, `must_not_call`).
-- A success: the tools called with their key arguments (ids, emails), facts of the answers that
-  came from tool results, and the final state the domain says those calls imply.
+- A silent failure (the agent said a call succeeded when it had answered an error value):
+  `no_false_success` at that tool, never a check requiring the call that failed.
+- A success: the tools called with their key arguments (ids, emails, values the user said word
+  for word), facts of the answers that
+  came from tool results, and the final state the domain says those calls imply; never a call
+  that failed, nor a value the server generated in the session (`generated`).
 
-A judge criterion is hard only when no deterministic check decides the task.
+A judge criterion is soft unless asked for hard ones (`--judge hard`): a task never hangs on a
+judge alone by default, and when no deterministic check applies it only asks for an answer.
 """
 
 from __future__ import annotations
@@ -39,6 +44,11 @@ def is_id(value: Any, patterns: dict[str, re.Pattern[str]]) -> bool:
     return isinstance(value, str) and (
         any(p.fullmatch(value) for p in patterns.values()) or bool(EMAILS.fullmatch(value))
     )
+
+
+def _said(value: Any, said: str) -> bool:
+    """A string argument the user gave word for word."""
+    return isinstance(value, str) and len(value) >= 3 and value.casefold() in said
 
 
 def key_arguments(arguments: dict[str, Any], patterns: dict[str, re.Pattern[str]]) -> Check:
@@ -99,6 +109,27 @@ def error_checks(
     return checks
 
 
+def silent_checks(error: Raised, reply: str, conversation: Conversation) -> list[Check]:
+    """The correct behaviour where production told the user a failed call had succeeded: no
+    such claim this time (decided without a model), and a judge's view of the handling."""
+    users = conversation.user_texts()
+    asked = f' when the user said "{users[0][:200]}"' if users else ""
+    return [
+        {
+            "kind": "no_false_success",
+            "name": f"no claim of success after {error.tool} fails",
+            "tool": error.tool,
+        },
+        _judge(
+            "handles what failed in production",
+            f"In production, {error.tool} answered an error ({error.message}){asked}, and the "
+            f'agent told the user "{reply[:200]}". This time the agent does not claim success '
+            "for a step that failed: it checks what the step needs, or tells the user plainly "
+            "what failed and what they can do.",
+        ),
+    ]
+
+
 def _amounts(text: str) -> list[float]:
     return [float(a or b) for a, b in AMOUNTS.findall(text)]
 
@@ -142,6 +173,29 @@ def note_checks(
     for sentence in re.split(r"(?<=[.!?;])\s+", note):
         for tool in sorted(t for t in tools if re.search(rf"\b{re.escape(t)}\b", sentence)):
             checks += _tool_stated(tool, sentence, conversation.observations)
+    return checks + _choices_stated(note, conversation, patterns)
+
+
+def _choices_stated(
+    note: str, conversation: Conversation, patterns: dict[str, re.Pattern[str]]
+) -> list[Check]:
+    """A note that names another of an argument's few allowed values (its JSON Schema `enum`)
+    than the one production chose: "should be high" where production called `create_ticket`
+    with `priority: normal` asks for that call with `priority: high`."""
+    specs = {t.name: (t.parameters.get("properties") or {}) for t in conversation.tools}
+    checks: list[Check] = []
+    for observation in conversation.observations:
+        for name, used in observation.arguments.items():
+            allowed = specs.get(observation.name, {}).get(name, {}).get("enum") or []
+            stated = [
+                v
+                for v in allowed
+                if v != used and re.search(rf"\b{re.escape(str(v))}\b", note, re.IGNORECASE)
+            ]
+            if len(stated) == 1:
+                args = {**key_arguments(observation.arguments, patterns), name: stated[0]}
+                label = f"calls {observation.name} with {name} {stated[0]}"
+                checks.append(_called(observation.name, args, label))
     return checks
 
 
@@ -180,8 +234,10 @@ def failure_checks(
     tools: set[str],
     ids: list[str],
     patterns: dict[str, re.Pattern[str]],
+    hard_judges: bool = False,
 ) -> list[Check]:
-    """Checks of the correct behaviour for a failed conversation (see the module docstring)."""
+    """Checks of the correct behaviour for a failed conversation (see the module docstring);
+    judge criteria are soft unless `hard_judges`."""
     checks: list[Check] = []
     expected = failure.expected
     if expected.get("answer"):
@@ -201,6 +257,10 @@ def failure_checks(
         if (error.tool, error.type) not in seen:
             seen.add((error.tool, error.type))
             checks += error_checks(error, conversation, ids, patterns)
+    for error, reply in failure.silent:
+        if (error.tool, error.type) not in seen:
+            seen.add((error.tool, error.type))
+            checks += silent_checks(error, reply, conversation)
     for note in failure.notes:
         checks += note_checks(note, conversation, tools, patterns)
     judges = [
@@ -216,10 +276,9 @@ def failure_checks(
             _judge("resolves the request", "The agent correctly resolves the user's request.")
         )
     checks = [{k: v for k, v in c.items() if v != "" and v != {}} for c in _unique(checks)]
-    decided = any(c["kind"] != "llm_judge" for c in checks)
     for check in checks + judges:
         if check["kind"] == "llm_judge":
-            check["hard"] = not decided
+            check["hard"] = hard_judges
     return checks + judges
 
 
@@ -232,17 +291,49 @@ def success_checks(
 ) -> list[Check]:
     """Checks that keep what a conversation that went well did."""
     checks: list[Check] = []
+    made = generated(conversation)
+    said = " ".join(conversation.user_texts()).casefold()
     for observation in conversation.observations:
-        if observation.error is None:
-            args = key_arguments(observation.arguments, patterns)
-            checks.append({"kind": "tool_called", "tool": observation.name, "args": args})
+        if observation.failure is None:  # never require a call that failed
+            args = {  # ids, emails, and what the user said (a username, an app's name)
+                k: v
+                for k, v in observation.arguments.items()
+                if (is_id(v, patterns) or _said(v, said)) and v not in made
+            }
+            checks.append(_called(observation.name, args, f"calls {observation.name}"))
     checks = [{k: v for k, v in c.items() if v != {}} for c in _unique(checks)]
     checks += [
-        {"kind": "text", "name": f"states {fact}", "contains": fact} for fact in facts(conversation)
+        {"kind": "text", "name": f"states {fact}", "contains": fact}
+        for fact in facts(conversation)
+        if fact not in made
     ]
     if state:
         checks.append({"kind": "state", "name": "same final state", "expect": state})
     return checks or [{"kind": "text", "name": "answers", "regex": "\\w"}]
+
+
+CREATES = re.compile(
+    r"^(create|open|new|add|submit|book|issue|register|insert|post|place|start|make|generate)",
+    re.IGNORECASE,
+)
+
+
+def generated(conversation: Conversation) -> set[str]:
+    """Values the server made during the session (the ticket or refund id a `create_...` call
+    returned), which a new session gets anew: a check never asserts them. A value of such a
+    call's result counts unless the user or the call's arguments gave it."""
+    said = " ".join(conversation.user_texts())
+    made: set[str] = set()
+    for observation in conversation.observations:
+        if not CREATES.match(observation.name) or not isinstance(observation.result, dict):
+            continue
+        given = {str(v) for v in observation.arguments.values()}
+        for value in observation.result.values():
+            text = str(value)
+            if isinstance(value, str | int) and text not in given and text not in said:
+                made.add(value)
+                made.add(text)
+    return made
 
 
 def facts(conversation: Conversation) -> list[str]:

@@ -2,14 +2,17 @@
 messages): the conversation is the merge of the calls' histories, the tools are those the calls
 offered, and the tool ops are the calls named after an offered tool.
 
-Each call sends the history the app kept; consecutive histories overlap (an app that keeps the
-whole conversation) or start afresh (an app that sends only the latest turn), so each history
-adds what follows its overlap with the messages seen so far, then the call's reply.
+Only the main agent's calls count (`main_calls`: a sub-agent's call, with its own system prompt,
+is no conversation with the user). Each call sends the history the app kept, which may be the
+whole conversation with its tool calls, the visible texts only, or the latest turn alone; so a
+user turn is what a call's history adds to the user texts the previous call sent
+(`new_user_turns`), and each call adds the tool results no earlier call saw and its reply.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -73,37 +76,83 @@ def offered_tools(calls: list[CallRecord]) -> list[ToolSpec]:
     return list(found.values())
 
 
+def system_prompt(call: CallRecord) -> str:
+    """The system prompt a model call was sent ("" when none)."""
+    if _is_anthropic(call):
+        system = call.inputs.get("system")
+        if isinstance(system, list):
+            return "".join(b.get("text", "") for b in system if isinstance(b, dict))
+        return str(system or "")
+    sent = call.inputs.get("messages")
+    for message in sent if isinstance(sent, list) else []:
+        if isinstance(message, dict) and message.get("role") in ("system", "developer"):
+            content = message.get("content") or ""
+            if isinstance(content, list):
+                content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            return str(content)
+    return ""
+
+
+def main_calls(llm: list[CallRecord]) -> list[CallRecord]:
+    """The main agent's model calls: those sharing the session's main system prompt (the one
+    of the calls that offer tools, else the most common). A sub-agent (a triage or summary
+    step with its own prompt) makes calls the user never saw: its user message is not a turn."""
+    prompts = [system_prompt(c) for c in llm]
+    with_tools = [p for c, p in zip(llm, prompts, strict=True) if c.inputs.get("tools")]
+    counted = Counter(with_tools or prompts)
+    main = max(counted, key=lambda p: (counted[p], -prompts.index(p)))
+    return [c for c, p in zip(llm, prompts, strict=True) if p == main]
+
+
 def _key(message: Message) -> tuple[Any, ...]:
     calls = tuple((c.name, json.dumps(c.arguments, sort_keys=True)) for c in message.tool_calls)
     return message.role, message.content.strip(), calls
 
 
-def merge(seen: list[Message], new: list[Message]) -> list[Message]:
-    """What `new` (a history) adds to `seen`: what follows the longest end of `seen` that `new`
-    starts with; all of `new` when they share nothing (a fresh context)."""
-    if not seen:
-        return new
-    seen_keys, new_keys = [_key(m) for m in seen], [_key(m) for m in new]
-    for size in range(min(len(seen), len(new)), 0, -1):
-        if seen_keys[-size:] == new_keys[:size]:
-            return new[size:]
-    return new
+def new_user_turns(before: list[str], now: list[str]) -> list[str]:
+    """What the user said since the previous model call: the user texts a call's history adds
+    to the previous call's (an app that re-sends the conversation), or its newest one when the
+    history starts afresh (an app that sends only the latest turn); none when the newest is the
+    one already seen (a second call of the same turn, after tool results)."""
+    if not now:
+        return []
+    if len(now) > len(before) and now[: len(before)] == before:
+        return now[len(before) :]
+    if before and now[-1] == before[-1]:
+        return []
+    return now[-1:]
 
 
 def conversation_messages(
     llm: list[CallRecord], report: Callable[[CallRecord, str], None]
 ) -> list[Message]:
-    """The conversation the model calls saw and said, in order; a call of an unknown shape, or
-    a tool call whose arguments are not a JSON object, is reported (the call is left out; the
-    arguments stay marked with `NOT_JSON`, see `readable`)."""
+    """The conversation the main agent's model calls saw and said, in order: each user turn
+    once (see `new_user_turns`), the tool results each call saw that no earlier one did, and
+    each call's reply. A call of an unknown shape, or a tool call whose arguments are not a
+    JSON object, is reported (the call is left out; the arguments stay marked with
+    `NOT_JSON`, see `readable`)."""
     messages: list[Message] = []
+    users: list[str] = []
+    seen_results: set[str] = set()
     for call in llm:
         try:
             sent, answered = history(call), reply(call)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             report(call, f"model call of an unknown shape ({type(exc).__name__}: {exc})")
             continue
-        added = merge(messages, sent) + answered
+        said = [m.content.strip() for m in sent if m.role == "user" and m.content.strip()]
+        added = [Message(role="user", content=text) for text in new_user_turns(users, said)]
+        users = said
+        last_user = max((i for i, m in enumerate(sent) if m.role == "user"), default=-1)
+        ours = {_key(m) for m in messages[len(messages) - 40 :]}
+        for message in sent[last_user + 1 :]:  # this turn's steps the calls so far did not say
+            if message.role == "tool":
+                if message.tool_call_id not in seen_results:
+                    added.append(message)
+            elif message.role == "assistant" and _key(message) not in ours:
+                added.append(message)
+        added += answered
+        seen_results |= {m.tool_call_id for m in added if m.role == "tool" and m.tool_call_id}
         for tool_call in (c for m in added for c in m.tool_calls):
             if NOT_JSON in tool_call.arguments:
                 text = str(tool_call.arguments[NOT_JSON])[:60]

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.jsontext import json_or_text
+from harness.outcomes import DEFAULT, ErrorValues
 from harness.traces import llm_calls
 from harness.traces.calls import CallRecord, Unreadable
 from harness.traces.episodes import EPISODE_OP, from_trace
@@ -70,6 +71,7 @@ class Conversation:
     started_at: str = ""
     tools: list[ToolSpec] = field(default_factory=list)  # offered to the production agent
     ops: set[str] = field(default_factory=set)  # every op name of its calls
+    below: dict[str, set[str]] = field(default_factory=dict)  # a rated call: the calls under it
 
     def user_texts(self) -> list[str]:
         return [m.content for m in self.transcript.messages if m.role == "user" and m.content]
@@ -112,17 +114,20 @@ def grouped(records: Iterable[CallRecord]) -> Iterator[list[CallRecord]]:
 
 
 def conversations(
-    records: Iterable[CallRecord], problems: list[Unreadable]
+    records: Iterable[CallRecord],
+    problems: list[Unreadable],
+    error_values: ErrorValues = DEFAULT,
 ) -> Iterator[Conversation]:
     """Every conversation in the calls; groups (and parts of groups) of an unknown shape go to
-    `problems`, and the batch goes on."""
+    `problems`, and the batch goes on. A tool result that `error_values` reads as a failure is
+    marked as one (`Observation.failed`)."""
     for calls in grouped(records):
         if any(c.interrupted for c in calls):
             why = "interrupted: its recording process ended mid-call; not converted"
             problems.append(Unreadable(_where(calls), why))
             continue
         try:
-            found = list(_from_group(calls, problems))
+            found = list(_from_group(calls, problems, error_values))
         except Exception as exc:  # a group is data: whatever it holds, the batch goes on
             problems.append(
                 Unreadable(_where(calls), f"malformed calls: {type(exc).__name__}: {exc}")
@@ -139,11 +144,13 @@ def _where(calls: list[CallRecord]) -> str:
     return f"thread {first.thread_id}" if first.thread_id else f"trace {first.trace_id}"
 
 
-def _from_group(calls: list[CallRecord], problems: list[Unreadable]) -> Iterator[Conversation]:
+def _from_group(
+    calls: list[CallRecord], problems: list[Unreadable], error_values: ErrorValues
+) -> Iterator[Conversation]:
     episodes = [c for c in calls if c.op == EPISODE_OP]
     if episodes:
         for call in episodes:
-            yield _from_episode(call)
+            yield _from_episode(call, error_values)
         return
 
     def report(call: CallRecord, why: str) -> None:
@@ -151,11 +158,11 @@ def _from_group(calls: list[CallRecord], problems: list[Unreadable]) -> Iterator
 
     turns = [c for c in calls if c.kind == "agent" or _is_turn(c)]
     if turns:
-        yield _from_turns(turns, calls, report)
+        yield _from_turns(turns, calls, report, error_values)
         return
     llm = [c for c in calls if llm_calls.is_llm(c)]
     if llm:
-        yield _from_llm_calls(llm, calls, report)
+        yield _from_llm_calls(llm, calls, report, error_values)
 
 
 def _is_turn(call: CallRecord) -> bool:
@@ -184,15 +191,16 @@ def _base(calls: list[CallRecord], transcript: Transcript) -> Conversation:
         call_ids=[c.id for c in calls if c.parent_id is None],
         started_at=calls[0].started_at,  # calls come in start order
         ops={c.op_name for c in calls},
+        below={c.id: {d.id for d in _children(calls, c)} for c in calls if c.feedback},
     )
 
 
-def _from_episode(call: CallRecord) -> Conversation:
+def _from_episode(call: CallRecord, error_values: ErrorValues) -> Conversation:
     transcript = from_trace(call.output)
     if transcript is None:
         raise ValueError(f"episode call {call.id} has no transcript")
     conversation = _base([call], transcript)
-    conversation.observations = _observed(transcript.messages)
+    conversation.observations = _observed(transcript.messages, error_values)
     if transcript.error is not None:
         kind, _, message = transcript.error.message.partition(": ")
         kind, message = (kind, message) if message and kind.isidentifier() else ("Error", kind)
@@ -204,21 +212,24 @@ def _from_episode(call: CallRecord) -> Conversation:
     return conversation
 
 
-def _observed(messages: list[Message]) -> list[Observation]:
+def _observed(messages: list[Message], error_values: ErrorValues) -> list[Observation]:
     results = {m.tool_call_id: m for m in messages if m.role == "tool"}
     observed = []
     for call in (c for m in messages for c in m.tool_calls):
         result = results.get(call.id)
         error = result.content if result is not None and result.is_error else None
         value = None if result is None or error else json_or_text(result.content)
-        observed.append(Observation(call.name, call.arguments, value, error))
+        failed = None if error else error_values.of(value)
+        observed.append(Observation(call.name, call.arguments, value, error, failed=failed))
     return observed
 
 
-def _from_turns(turns: list[CallRecord], calls: list[CallRecord], report: Report) -> Conversation:
+def _from_turns(
+    turns: list[CallRecord], calls: list[CallRecord], report: Report, error_values: ErrorValues
+) -> Conversation:
     messages: list[Message] = []
     tool_ops = [c for c in calls if c.kind == "tool"]
-    observations = tool_observations(tool_ops, {}, report)
+    observations = tool_observations(tool_ops, {}, report, error_values)
     by_call = {o.call_id: o for o in observations}
     crash = None
     seen_users = 0
@@ -282,18 +293,21 @@ def _transcript(messages: list[Message], crash: tuple[str, str] | None) -> Trans
     )
 
 
-def _from_llm_calls(llm: list[CallRecord], calls: list[CallRecord], report: Report) -> Conversation:
+def _from_llm_calls(
+    llm: list[CallRecord], calls: list[CallRecord], report: Report, error_values: ErrorValues
+) -> Conversation:
     tools = llm_calls.offered_tools(llm)
     offered = {t.name: t for t in tools}
-    messages = llm_calls.conversation_messages(llm, report)
+    messages = llm_calls.conversation_messages(llm_calls.main_calls(llm), report)
     if not messages:
         raise ValueError("no message could be read")
     tool_ops = [c for c in calls if is_tool_op(c, set(offered))]
     if tool_ops:
-        observations = tool_observations(tool_ops, offered, report)
+        observations = tool_observations(tool_ops, offered, report, error_values)
     else:  # the tools were not traced: what the model calls saw of them
         unreadable = llm_calls.NOT_JSON
-        observations = [o for o in _observed(messages) if unreadable not in o.arguments]
+        observed = _observed(messages, error_values)
+        observations = [o for o in observed if unreadable not in o.arguments]
     llm_calls.readable(messages)
     errors = raised(calls, set(offered) | {o.name for o in observations})
     crash = next((c.error() for c in calls if c.parent_id is None and c.error()), None)

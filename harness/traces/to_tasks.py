@@ -36,7 +36,7 @@ def to_tasks(
 ) -> Written:
     """Convert the calls into task files in `out`; what could not be used is in `unreadable`."""
     problems: list[Unreadable] = []
-    clusters = cluster(conversations(calls, problems), filters)
+    clusters = cluster(conversations(calls, problems, options.error_values), filters)
     written = write_tasks(clusters, out, options, force)
     written.unreadable = problems + written.unreadable
     return written

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.outcomes import DEFAULT, ErrorValues
 from harness.traces import llm_calls
 from harness.traces.calls import CallRecord
 from harness.transcript import ToolSpec
@@ -25,6 +26,12 @@ class Observation:
     result: Any = None
     error: str | None = None  # `Type: message` when the tool raised
     call_id: str | None = None  # the tool op's call, when the tool was traced
+    failed: str | None = None  # the failure its result states (an error value, not raised)
+
+    @property
+    def failure(self) -> str | None:
+        """What went wrong with the call: what it raised, or the error value it returned."""
+        return self.error or self.failed
 
 
 @dataclass
@@ -80,7 +87,10 @@ def arguments_of(call: CallRecord) -> dict[str, Any]:
 
 
 def tool_observations(
-    tool_ops: list[CallRecord], offered: dict[str, ToolSpec], report: Report
+    tool_ops: list[CallRecord],
+    offered: dict[str, ToolSpec],
+    report: Report,
+    error_values: ErrorValues = DEFAULT,
 ) -> list[Observation]:
     """What the tool ops were asked and gave; an op whose inputs are not the offered tool's
     parameters, or whose output is an unresolved object reference, is reported and left out."""
@@ -108,6 +118,7 @@ def tool_observations(
                 None if error else call.output,
                 f"{error[0]}: {error[1]}" if error else None,
                 call.id,
+                None if error else error_values.of(call.output),
             )
         )
     return observed
