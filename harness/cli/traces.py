@@ -3,16 +3,24 @@ regression tasks."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from harness import defaults
 from harness.cli._common import fail, make_console, parse_model_option, user_errors
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from harness.traces.episodes import AppSession
+
 traces_app = typer.Typer(
-    help="Episodes recorded as Weave traces (local store).", no_args_is_help=True
+    help="Weave traces: the harness's episodes and apps' sessions (local store), exported or "
+    "turned into regression tasks.",
+    no_args_is_help=True,
 )
 TraceStoreOpt = Annotated[Path, typer.Option(help="Local trace store.")]
 
@@ -22,7 +30,8 @@ def traces_list(
     store: TraceStoreOpt = defaults.TRACE_STORE,
     limit: Annotated[int, typer.Option(min=1, help="How many, newest first.")] = 50,
 ) -> None:
-    """List recorded episodes: task, variant, trial, verdict, end reason, turns."""
+    """List recorded episodes (task, variant, trial, verdict, end reason, turns) and the
+    sessions apps recorded (root op, thread, status, feedback anywhere in the session)."""
     from rich.table import Table
 
     from harness.traces.episodes import list_episodes, list_roots
@@ -74,17 +83,72 @@ def traces_list(
 
 @traces_app.command("show")
 def traces_show(
-    call_id: Annotated[str, typer.Argument(help="Episode call id, or its last characters.")],
+    call_id: Annotated[
+        str,
+        typer.Argument(
+            help="An episode's call id, an app's root call id (or their last characters, as "
+            "`traces list` shows them), or an app's thread id."
+        ),
+    ],
     store: TraceStoreOpt = defaults.TRACE_STORE,
 ) -> None:
-    """Print one recorded episode as a readable conversation."""
+    """Print one recorded episode, or an app's session, as a readable conversation; a session
+    also with its feedback and the failures found in it."""
     from harness.report.conversation import print_conversation
-    from harness.traces.episodes import find_episode
+    from harness.traces.episodes import find_episode, find_session
 
     episode = find_episode(store, call_id) if store.is_file() else None
-    if episode is None or episode.transcript is None:
-        fail(f"{store}: no single finished episode with id {call_id!r}")
-    print_conversation(episode.transcript, episode.verdict, make_console())
+    if episode is not None and episode.transcript is not None:
+        print_conversation(episode.transcript, episode.verdict, make_console())
+        return
+    session = find_session(store, call_id) if store.is_file() and episode is None else None
+    if session is None:
+        fail(f"{store}: no single finished episode or app session with id {call_id!r}")
+    if session.conversation is None:
+        fail(f"{store}: {session.key}: " + "; ".join(p.why for p in session.problems))
+    _print_session(session, make_console())
+
+
+def _print_session(session: AppSession, console: Console) -> None:
+    """An app's session as `traces show` prints an episode, then its feedback (which call got
+    it) and the failures `traces to-tasks` would find in it."""
+    from rich.markup import escape
+
+    from harness.report.conversation import print_conversation
+    from harness.traces.failures import failure_of
+
+    conversation = session.conversation
+    assert conversation is not None  # `traces_show` fails on a session it could not rebuild
+    transcript = conversation.transcript.model_copy(
+        update={
+            "task_id": session.key,
+            "started_at": conversation.started_at,
+            "duration_s": session.duration_s,
+        }
+    )
+    print_conversation(transcript, None, console)
+    console.print(f"\nfeedback: {len(conversation.feedback) or 'none'}")
+    for row in conversation.feedback:
+        kind, payload = str(row.get("feedback_type", "")), row.get("payload") or {}
+        if kind.startswith("wandb.reaction"):
+            text = f"reaction {payload.get('emoji', '')}"
+        elif kind.startswith("wandb.note"):
+            text = f"note: {payload.get('note', '')}"
+        else:
+            text = f"{kind}: {json.dumps(payload, ensure_ascii=False)}"
+        call = str(row.get("weave_ref") or "").rsplit("/call/", 1)[-1]
+        on = f"  (on {session.ops[call]} {call[-8:]})" if call in session.ops else ""
+        console.print(f"  {escape(text)}{on}")
+    failure = failure_of(conversation)
+    reasons = failure.reasons()
+    console.print(f"\nfailures: {len(reasons) or 'none'}")
+    origins = failure.errors + [error for error, _ in failure.silent]  # reasons() lists these first
+    for index, reason in enumerate(reasons):
+        origin = origins[index] if index < len(origins) else None
+        at = f"  (at {origin.op} {origin.call_id[-8:]})" if origin and origin.call_id else ""
+        console.print(f"  {escape(reason)}{at}")
+    for problem in session.problems:
+        console.print(f"  [dim]left out: {escape(problem.why)}[/]")
 
 
 SourceOpt = Annotated[
@@ -187,10 +251,25 @@ def traces_to_tasks(
         str | None,
         typer.Option(help="Conversations started before: ISO (2026-12-01T12:00) or an age (24h)."),
     ] = None,
+    judge: Annotated[
+        str,
+        typer.Option(
+            help="soft: judge criteria are reported but decide nothing (a task never hangs on a "
+            "judge alone); hard: they decide the task like its other checks."
+        ),
+    ] = "soft",
+    error_key: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A tool-result field whose non-empty value means the call failed, besides "
+            "error, errors, ok: false, status: error/failed, an HTTP status >= 400 (repeatable)."
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing task files.")] = False,
 ) -> None:
     """Turn production traces into regression tasks (one per cluster of near-duplicates)."""
     from harness.domains import UnknownDomain
+    from harness.outcomes import ErrorValues
     from harness.specs.located import Location, SpecError
     from harness.traces.calls import Filters, parse_when
     from harness.traces.convert import TaskOptions
@@ -200,6 +279,8 @@ def traces_to_tasks(
     with user_errors():
         if status not in ("error", "success", "any"):
             raise SpecError.at(Location(f"--status {status}"), "", "expected error, success or any")
+        if judge not in ("soft", "hard"):
+            raise SpecError.at(Location(f"--judge {judge}"), "", "expected soft or hard")
         bounds = {}
         for name, text in (("since", since), ("until", until)):
             try:
@@ -213,7 +294,16 @@ def traces_to_tasks(
         filters = Filters(thread or [], ops=op or [], status=status, negative=negative, **bounds)
         writer = parse_model_option("--criteria-model", criteria_model) if criteria_model else None
         calls, close = open_source(source, store, filters, problems)
-    options = TaskOptions(reference, domain_class, state_file, state_db, persona_model, writer)
+    options = TaskOptions(
+        reference,
+        domain_class,
+        state_file,
+        state_db,
+        persona_model,
+        writer,
+        hard_judges=judge == "hard",
+        error_values=ErrorValues(extra_keys=tuple(error_key or ())),
+    )
     try:
         written = to_tasks(calls, filters, out, options, force)
     finally:

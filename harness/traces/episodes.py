@@ -1,16 +1,22 @@
-"""The harness's own episode traces, read back through the weave client."""
+"""The harness's own episode traces, and the sessions apps recorded with `record_locally`,
+read back through the weave client."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.defaults import TRACE_STORE
 from harness.grading.result import Verdict
 from harness.tracing import Tracer, open_local_client
 from harness.transcript import Transcript
+
+if TYPE_CHECKING:  # reconstruct imports this module
+    from harness.traces.calls import CallRecord, Unreadable
+    from harness.traces.reconstruct import Conversation
 
 EPISODE_OP = "harness.episode"
 GRADE_OP = "harness.grade"
@@ -38,7 +44,19 @@ class RootCall:
     thread_id: str | None
     started_at: str
     status: str  # success, error, running, interrupted, descendant_error
-    feedback: int
+    feedback: int  # feedback rows anywhere in its session (its thread, else its trace)
+
+
+@dataclass
+class AppSession:
+    """An app's recorded session (a thread, or the trace of a root call without one), rebuilt
+    as a conversation by the converter's own reconstruction."""
+
+    key: str  # "thread ID" or "trace ID"
+    conversation: Conversation | None  # None: it could not be rebuilt, `problems` say why
+    problems: list[Unreadable] = field(default_factory=list)
+    ops: dict[str, str] = field(default_factory=dict)  # call id: op name, to name rated calls
+    duration_s: float = 0.0
 
 
 def _status(call: Any) -> str:
@@ -86,28 +104,59 @@ def _episode(call: Any, verdicts: dict[str, Verdict]) -> EpisodeTrace:
     )
 
 
+NOT_HARNESS = {  # a query for the calls the harness did not record
+    "$expr": {
+        "$not": [
+            {
+                "$contains": {
+                    "input": {"$getField": "op_name"},
+                    "substr": {"$literal": "/op/harness."},
+                }
+            }
+        ]
+    }
+}
+
+
+def _session_key(call: Any) -> str:
+    """The session a call belongs to: its thread, else its trace (as `reconstruct` groups)."""
+    return f"thread {call.thread_id}" if call.thread_id else f"trace {call.trace_id}"
+
+
+def _session_feedback(client: Any) -> Counter[str]:
+    """How many feedback rows each session got (by `_session_key`, and by trace too): apps
+    rate the call of a turn more often than a session's root, so every rated call counts."""
+    rated = Counter(
+        row.weave_ref.rsplit("/call/", 1)[-1]
+        for row in client.get_feedback(limit=None)  # every row: the local store pages nothing
+        if "/call/" in row.weave_ref
+    )
+    counts: Counter[str] = Counter()
+    if rated:
+        calls = client.get_calls(
+            filter={"call_ids": list(rated)}, columns=["id", "trace_id", "thread_id"]
+        )
+        for call in calls:
+            counts[f"trace {call.trace_id}"] += rated[call.id]
+            if call.thread_id:
+                counts[f"thread {call.thread_id}"] += rated[call.id]
+    return counts
+
+
 def list_roots(store: Path = TRACE_STORE, limit: int = 50) -> list[RootCall]:
     """The most recent root calls that the harness did not record (an app's, recorded with
-    `record_locally`), newest first, with their feedback."""
+    `record_locally`), newest first, with the feedback of their sessions."""
     tracer = Tracer(open_local_client(store))
     try:
-        not_harness = {
-            "$not": [
-                {
-                    "$contains": {
-                        "input": {"$getField": "op_name"},
-                        "substr": {"$literal": "/op/harness."},
-                    }
-                }
-            ]
-        }
-        calls = tracer.client.get_calls(
-            filter={"trace_roots_only": True},
-            query={"$expr": not_harness},
-            limit=limit,
-            sort_by=[{"field": "started_at", "direction": "desc"}],
-            include_feedback=True,
+        calls = list(
+            tracer.client.get_calls(
+                filter={"trace_roots_only": True},
+                query=NOT_HARNESS,
+                limit=limit,
+                sort_by=[{"field": "started_at", "direction": "desc"}],
+            )
         )
+        feedback = _session_feedback(tracer.client) if calls else Counter()
         return [
             RootCall(
                 call_id=call.id,
@@ -115,7 +164,7 @@ def list_roots(store: Path = TRACE_STORE, limit: int = 50) -> list[RootCall]:
                 thread_id=call.thread_id,
                 started_at=str(call.started_at),
                 status=_status(call),
-                feedback=len((call.summary or {}).get("weave", {}).get("feedback") or []),
+                feedback=feedback[_session_key(call)],
             )
             for call in calls
         ]
@@ -167,3 +216,62 @@ def find_episode(store: Path, call_id: str) -> EpisodeTrace | None:
         return _episode(calls[0], verdicts)
     finally:
         tracer.close()
+
+
+def _session_records(client: Any, session_id: str) -> list[CallRecord] | None:
+    """The calls of the session `session_id` names: a thread id, or an app's root call id (or
+    its last characters, as `traces list` shows it); None when it names no single one."""
+    from harness.traces.calls import Filters, from_weave, read_client
+
+    if list(client.get_calls(filter={"thread_ids": [session_id]}, limit=1)):
+        return list(read_client(client, Filters(thread_ids=[session_id])))
+    roots = [
+        call
+        for call in client.get_calls(filter={"trace_roots_only": True}, query=NOT_HARNESS)
+        if call.id.endswith(session_id)
+    ]
+    if len(roots) != 1:
+        return None
+    if roots[0].thread_id:
+        return list(read_client(client, Filters(thread_ids=[roots[0].thread_id])))
+    trace = client.get_calls(  # `Filters` selects threads only
+        filter={"trace_ids": [roots[0].trace_id]},
+        include_feedback=True,
+        sort_by=[{"field": "started_at", "direction": "asc"}],
+    )
+    return [from_weave(call) for call in trace]
+
+
+def _duration_s(records: list[CallRecord]) -> float:
+    """From the first call's start to the last call's end."""
+    from harness.traces.calls import parse_time
+
+    starts = [t for r in records if (t := parse_time(r.started_at))]
+    ends = [t for r in records if (t := parse_time(r.ended_at))]
+    return (max(ends) - min(starts)).total_seconds() if starts and ends else 0.0
+
+
+def find_session(store: Path, session_id: str) -> AppSession | None:
+    """An app's session, by thread id or root call id (see `_session_records`), rebuilt as
+    `harness traces to-tasks` rebuilds it; None when the id names no single session."""
+    from harness.traces.calls import Unreadable
+    from harness.traces.reconstruct import conversations
+
+    tracer = Tracer(open_local_client(store))
+    try:
+        records = _session_records(tracer.client, session_id)
+    finally:
+        tracer.close()
+    if not records:
+        return None
+    problems: list[Unreadable] = []
+    found = list(conversations(records, problems))
+    if len(found) > 1:
+        problems.append(Unreadable(_session_key(records[0]), f"{len(found)} conversations"))
+    return AppSession(
+        key=_session_key(records[0]),
+        conversation=found[0] if len(found) == 1 else None,
+        problems=problems,
+        ops={r.id: r.op for r in records},
+        duration_s=_duration_s(records),
+    )
