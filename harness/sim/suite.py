@@ -37,7 +37,10 @@ from harness.specs.validation import validate
 
 @dataclass
 class TaskCase:
-    """A task ready to play: its spec, resolved persona, domain and start state."""
+    """A task ready to play: its spec, resolved persona, domain and start state. `state` is
+    the resolved start state (files merged, and for a domain with a `State` model, the model's
+    dump with defaults applied); the spec's `start` holds the same state, so that everything
+    that reads or hashes the task sees one start state however it was written."""
 
     loaded: Loaded[Task]
     persona: Persona
@@ -187,7 +190,7 @@ def _load_suite(
             if bound is None:
                 bound = domain.for_state(state)
                 _check_references(loaded, bound)
-            cases.append(TaskCase(loaded, persona, bound, state))
+            cases.append(TaskCase(_starting_from(loaded, state), persona, bound, state))
         except SpecError as exc:
             problems.extend(exc.problems)
     if problems:
@@ -300,7 +303,18 @@ def _start_state(
     return state
 
 
+def _starting_from(loaded: Loaded[Task], state: dict[str, Any]) -> Loaded[Task]:
+    """The task with its resolved start state as its whole `start.state` (no files left to
+    merge), so that a task that writes a default and one that leaves it out are one task."""
+    task = loaded.spec
+    start = task.start.model_copy(update={"state": state, "state_file": None, "state_db": None})
+    return Loaded(task.model_copy(update={"start": start}), loaded.path, loaded.positions)
+
+
 def _merged_state(loaded: Loaded[Task], domain: type[Environment]) -> dict[str, Any]:
+    """The merged start state; for a domain with a `State` model, the validated model's JSON
+    dump: defaults applied, so a tool may read every field the model declares (a domain
+    without one keeps the merged data as it is)."""
     try:
         state = initial_state(loaded.spec)
     except sqlite3.DatabaseError as exc:
@@ -311,7 +325,9 @@ def _merged_state(loaded: Loaded[Task], domain: type[Environment]) -> dict[str, 
     state_file = loaded.spec.start.state_file
     positions = under(loaded.positions, ("start", "state"))  # found only for a problem
     try:
-        validate(domain.State, state, positions, Path(state_file) if state_file else loaded.path)
+        model = validate(
+            domain.State, state, positions, Path(state_file) if state_file else loaded.path
+        )
     except SpecError as exc:
         raise SpecError(
             [
@@ -319,7 +335,7 @@ def _merged_state(loaded: Loaded[Task], domain: type[Environment]) -> dict[str, 
                 for p in exc.problems
             ]
         ) from None
-    return state
+    return model.model_dump(mode="json", by_alias=True)  # by alias: it validates again as is
 
 
 def check_variant(variant: Loaded[AgentVariant], cases: list[TaskCase]) -> None:

@@ -41,8 +41,9 @@ async def run(params: SeedEnvParams, inputs: list[Any], ctx: NodeContext) -> Tas
     seeded = []
     for case in tasks.cases:
         state = data if params.replace else deep_merge(case.state, data)
-        if case.domain.State is not None:
-            validate(case.domain.State, state, {}, Path(params.data))
+        if case.domain.State is not None:  # the state is what the model says: defaults applied
+            model = validate(case.domain.State, state, {}, Path(params.data))
+            state = model.model_dump(mode="json", by_alias=True)
         seeded.append(dataclasses.replace(case, state=state))
     digest = hashlib.sha256(
         f"{tasks.content_hash}:{file_digest(params.data)}:{params.replace}".encode()
