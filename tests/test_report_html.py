@@ -128,8 +128,8 @@ def test_the_report_shows_a_run_its_episodes_and_the_ab_comparison(
         assert re.search(r"agent\s+54\s+0\s+5,499\s+404", roles)
         assert re.search(r"user simulator\s+27", roles)
 
-        # A/B: the decision, then the flipped tasks first, side by side
-        assert page.inner_text("#ab .decision") == "Decision: no detectable difference"
+        # A/B: the decision at the top, then the flipped tasks first, side by side
+        assert page.inner_text("#decision .decision") == "Decision: no detectable difference"
         pairs = page.locator("#pairs details.pair")
         assert pairs.count() == 22
         for n, task in enumerate(["prompt-injection-refund", "refund-outside-window"]):
@@ -427,7 +427,7 @@ def test_view_serves_every_run_with_filters_and_search(
         # the A/B page of two runs
         page.goto(viewer)
         page.click(f"text=against {a}")
-        assert page.inner_text("#ab .decision") == "Decision: no detectable difference"
+        assert page.inner_text("#decision .decision") == "Decision: no detectable difference"
         assert "flipped to pass" in page.locator("#pairs details.pair").first.inner_text()
 
         # search in the transcripts of every run
@@ -445,6 +445,27 @@ def test_view_serves_every_run_with_filters_and_search(
         assert "80 days ago" in found.first.locator(".chat").inner_text()
         page.screenshot(path=tmp_path / "search.png")
     assert browser.errors == []
+
+
+def test_the_report_opens_with_the_ab_decision_and_the_gate(
+    ab_store: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    """The answer before the details: verdict, gate and pass rates with their intervals come
+    before the first transcript, the run's own figures, the trends and the clusters."""
+    store, a, b = ab_store
+    html = write_report(store, tmp_path / "report.html", a, "--against", b)
+    top = html.index('<section id="decision">')
+    details = min(
+        html.index(marker)
+        for marker in ('class="pair"', 'class="ep"', "text/x-episode", 'id="run-0"', 'id="trends"')
+    )
+    assert top < details
+    head = html[top:details]
+    assert "Decision: no detectable difference" in head
+    assert re.search(rf"<b>Gate:</b> <span class=\"badge pass\">pass</span> candidate {b}", head)
+    assert re.search(r"77\.3%.*17/22.*56\.6%-89\.9%, clustered by 22 tasks", head, re.S)
+    assert re.search(r"86\.4%.*19/22", head, re.S)
+    assert "B - A: +9.1% by task" in head
 
 
 def test_bad_input_is_one_line_and_exit_2(
@@ -490,4 +511,6 @@ def test_the_ci_gate_pipeline_writes_the_html_report(tmp_path: Path) -> None:
     assert f"wrote {out}" in done.stdout
     html = out.read_text()
     assert re.search(r"A/B: support-careful \(B, [\w-]+\) against support-baseline", html)
+    gate, pairs = html.find("<b>Gate:</b>"), html.find('id="pairs"')
+    assert -1 < html.index('class="big decision">Decision: ') < gate < pairs
     assert 'id="trends"' in html and "Gate decisions, last seven weeks" in html

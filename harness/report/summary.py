@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from harness.stats import RunRate, run_rate, suite_pass_hat_k
 from harness.store import EpisodeRow, Store
-from harness.transcript import Usage
+from harness.transcript import EndReason, Usage
 
 
 @dataclass
@@ -22,6 +22,7 @@ class TaskLine:
     turns: list[int] = field(default_factory=list)
     end_reasons: Counter[str] = field(default_factory=Counter)
     failed_checks: dict[str, None] = field(default_factory=dict)  # ordered set
+    # what went wrong beyond failed checks: crashes, errors, soft checks that could not decide
     error_reasons: dict[str, None] = field(default_factory=dict)
 
     @property
@@ -146,4 +147,19 @@ def _add(
         line.passed += 1
     else:
         line.failed += 1
+        if row.end_reason == EndReason.AGENT_CRASH.value:
+            # the verdict's reason carries the transcript's error (the exception's type and
+            # message), which `episode_rows` reads without loading the transcript
+            line.error_reasons[shorten(verdict.reason, CRASH_CHARS)] = None
         line.failed_checks.update(dict.fromkeys(c.name for c in verdict.failed_checks()))
+
+
+CRASH_CHARS = 160
+"""How much of a crash's exception a summary shows: its type and the start of its message."""
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` on one line (a multi-line message's lines joined), cut to `limit` characters with
+    an ellipsis: a table cell stays readable and the exception's type, first, is kept."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

@@ -23,9 +23,10 @@ beyond it, the tasks that did not pass come first and the passing rest are count
 
 
 def print_run(figures: RunFigures, console: Console, limit: int | None = None) -> None:
-    """Per task: verdict (or passes over trials), turns, end reason, failed checks; then the
-    pass rate with its interval, errors by side, tokens and cost. With `limit`, at most that
-    many tasks are listed, those that did not pass first."""
+    """Per task: verdict (or passes over trials), turns, end reason, why it did not pass (a
+    crash's exception, an error's reason, the failed checks); then the pass rate with its
+    interval, errors by side, tokens and cost. With `limit`, at most that many tasks are
+    listed, those that did not pass first."""
     lines = figures.tasks
     if limit is not None and len(lines) > limit:
         lines = sorted(lines, key=lambda line: not (line.failed or line.errors))[:limit]
@@ -33,7 +34,7 @@ def print_run(figures: RunFigures, console: Console, limit: int | None = None) -
     table.add_column("task", overflow="fold")  # an id: folded when it cannot fit, never cut
     for column in ("level", "verdict", "turns", "end reason"):
         table.add_column(column, no_wrap=True)
-    table.add_column("failed checks", ratio=1, overflow="fold")
+    table.add_column("failed checks and errors", ratio=1, overflow="fold")
     for line in lines:
         style = STYLES.get(
             line.outcome, "red" if line.failed else ("green" if not line.errors else "yellow")
@@ -44,7 +45,7 @@ def print_run(figures: RunFigures, console: Console, limit: int | None = None) -
             else f"{sum(line.turns) / len(line.turns):.1f}"
         )
         end = ", ".join(reason for reason, _ in line.end_reasons.most_common())
-        why = ", ".join([*line.failed_checks, *line.error_reasons])
+        why = ", ".join([*line.error_reasons, *line.failed_checks])  # a crash's exception first
         table.add_row(
             line.task_id,
             str(line.level or ""),

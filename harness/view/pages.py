@@ -23,20 +23,30 @@ class RunLine(BaseModel):
     info: RunInfo = Field(description="The run's header.")
     figures: RunFigures = Field(description="Its pass rate and interval.")
     episodes: int = Field(description="Episodes stored.")
-    previous: str | None = Field(description="The run of the same variant lineage before it.")
+    tasks: set[str] = Field(description="The task ids it played.")
+    previous: str | None = Field(
+        description="The run before it of the same variant lineage that shares a task with it."
+    )
 
 
 def run_lines(store: Store) -> list[RunLine]:
     """Every run, newest first, each with the run before it of the same variant lineage (one
-    extends the other, or both extend one): the A/B a reader most likely wants."""
+    extends the other, or both extend one) that played a task it played: the A/B a reader
+    most likely wants. Runs that share no task are never paired: their A/B has nothing in it."""
     lines: list[RunLine] = []
     for info in store.runs():
-        previous = next((e.info.id for e in reversed(lines) if same_lineage(e.info, info)), None)
+        keys = store.episode_keys(info.id)
+        tasks = {task_id for task_id, _ in keys}
+        previous = next(
+            (e.info.id for e in reversed(lines) if same_lineage(e.info, info) and e.tasks & tasks),
+            None,
+        )
         lines.append(
             RunLine(
                 info=info,
                 figures=run_figures(store, info.id),
-                episodes=len(store.episode_keys(info.id)),
+                episodes=len(keys),
+                tasks=tasks,
                 previous=previous,
             )
         )

@@ -1,6 +1,6 @@
 """Everything one report page shows, read from the results store: the runs with every episode,
-the A/B comparison when there are two runs, the store's trends, and the failure clusters behind
-the runs' tasks."""
+the A/B comparison when there are two runs that share a task, the gate's decision on them, the
+store's trends, and the failure clusters behind the runs' tasks."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from harness.report.html.episodes import EpisodeView, episode_view
 from harness.report.html.figures import RunSection, run_section
 from harness.report.html.pairs import EpisodePair, episode_pairs
 from harness.report.html.tasks import RunTasks, run_tasks
-from harness.report.html.trends import Trends, trends
+from harness.report.html.trends import GateDecision, Trends, trends
 from harness.report.summary import run_figures
 from harness.store import RunInfo, Store
 
@@ -31,8 +31,19 @@ class ReportPage(BaseModel):
     runs: list[RunSection] = Field(description="The run, then the run it is compared with.")
     comparison: ComparisonResult | None = Field(default=None, description="B - A, two runs.")
     pairs: list[EpisodePair] = Field(default_factory=list, description="A/B episode pairs.")
+    unpaired: str = Field(
+        default="", description="Why two runs are not compared (they share no task), else empty."
+    )
+    gate: GateDecision | None = Field(
+        default=None, description="The newest gate decision on these runs, when there is one."
+    )
     trends: Trends | None = Field(default=None, description="The store's trends.")
     clusters: list[ClusterView] = Field(default_factory=list, description="Failure clusters.")
+
+    @property
+    def decides(self) -> bool:
+        """Whether the page opens with a decision: an A/B, its refusal, or a gate's."""
+        return self.comparison is not None or bool(self.unpaired) or self.gate is not None
 
 
 def run_episodes(store: Store, info: RunInfo, tasks: RunTasks, prefix: str) -> list[EpisodeView]:
@@ -74,17 +85,21 @@ def build_report(
     """The page of a run (A) and, with `against`, of the run B it is compared with."""
     section, tasks = load_run(store, run_id, "a", read_tasks)
     runs = [section]
-    comparison, pairs = None, []
+    comparison, pairs, unpaired = None, [], ""
     if against is not None:
         other, _ = load_run(store, against, "b", read_tasks)
         runs.append(other)
-        comparison = compare_episodes(
-            GradedEpisodes.load(store, run_id),
-            GradedEpisodes.load(store, against),
-            list(tasks.cases.values()),
-        )
-        pairs = episode_pairs(section.episodes, other.episodes, comparison)
+        if shared_tasks(section, other):
+            comparison = compare_episodes(
+                GradedEpisodes.load(store, run_id),
+                GradedEpisodes.load(store, against),
+                list(tasks.cases.values()),
+            )
+            pairs = episode_pairs(section.episodes, other.episodes, comparison)
+        else:
+            unpaired = no_shared_task(section, other)
     title = f"Run {run_id}" + (f" against {against}" if against else "")
+    history = trends(store)
     return ReportPage(
         title=title,
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -92,6 +107,33 @@ def build_report(
         runs=runs,
         comparison=comparison,
         pairs=pairs,
-        trends=trends(store),
+        unpaired=unpaired,
+        gate=gate_on(history.decisions, run_id, against),
+        trends=history,
         clusters=failure_clusters(tasks.cases, section.episodes),
     )
+
+
+def shared_tasks(a: RunSection, b: RunSection) -> set[str]:
+    """The task ids both runs played: an A/B compares only these."""
+    return {e.task_id for e in a.episodes} & {e.task_id for e in b.episodes}
+
+
+def no_shared_task(a: RunSection, b: RunSection) -> str:
+    """Why two runs get no A/B, in one sentence: a comparison over no task decides nothing."""
+    return (
+        f"Runs {a.info.id} ({a.info.variant}) and {b.info.id} ({b.info.variant}) share no task: "
+        "there is nothing to compare, so this page has no A/B. Each run is shown on its own."
+    )
+
+
+def gate_on(decisions: list[GateDecision], run_id: str, against: str | None) -> GateDecision | None:
+    """The newest gate decision on the page's runs: with two runs, the gate of either as the
+    candidate against the other as the baseline; with one, any gate of that run."""
+    for decision in reversed(decisions):
+        if against is None:
+            if decision.candidate_run == run_id:
+                return decision
+        elif {decision.candidate_run, decision.baseline_run} == {run_id, against}:
+            return decision
+    return None
