@@ -319,7 +319,7 @@ CREATES = re.compile(
 
 
 def generated(conversation: Conversation) -> set[str]:
-    """Values the server made during the session (the ticket or refund id a `create_...` call
+    """Values the server made during the session (the ticket id a `create_...` call
     returned), which a new session gets anew: a check never asserts them. A value of such a
     call's result counts unless the user or the call's arguments gave it."""
     said = " ".join(conversation.user_texts())
