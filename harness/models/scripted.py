@@ -22,10 +22,8 @@ from harness.models.base import (
     register_provider,
 )
 from harness.specs.agent import ModelRef
-from harness.specs.script import Reply, Rule, Script, When
+from harness.specs.script import PLACEHOLDER, Reply, Rule, Script, Searched, When
 from harness.transcript import Message, ToolCall, ToolSpec, Usage
-
-PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*(?:\.[\w-]+)*)\}")
 
 
 class _Unfilled(Exception):
@@ -90,23 +88,11 @@ class ScriptedModel:
             return None
         if when.system is not None and not re.search(when.system, system):
             return None
-        if when.matches is not None:
-            found = re.search(when.matches, last.content)
+        for name, pattern, searched in when.searches():
+            found = _search(pattern, _searched(searched, turns))
             if found is None:
                 return None
-            context["m"] = _groups(found)
-        if when.user is not None:
-            latest_user = next((m.content for m in reversed(turns) if m.role == "user"), "")
-            found = re.search(when.user, latest_user)
-            if found is None:
-                return None
-            context["u"] = _groups(found)
-        if when.history is not None:
-            said = (re.search(when.history, m.content) for m in reversed(turns) if m.role == "user")
-            found = next((f for f in said if f is not None), None)
-            if found is None:
-                return None
-            context["h"] = _groups(found)
+            context[name] = _groups(found)
         if last.role == "tool":
             if when.tool is not None and last.name != when.tool:
                 return None
@@ -129,6 +115,21 @@ class ScriptedModel:
             for i, call in enumerate(reply.tool_calls)
         ]
         return Message(role="assistant", content=_fill(reply.content, context), tool_calls=calls)
+
+
+def _searched(searched: Searched, turns: list[Message]) -> list[str]:
+    """The texts a regex condition searches, newest first (see `harness.specs.script.Searched`)."""
+    if searched == "last":
+        return [turns[-1].content]
+    if searched == "last_user":
+        return [next((m.content for m in reversed(turns) if m.role == "user"), "")]
+    role = "user" if searched == "user_messages" else "assistant"
+    return [m.content for m in reversed(turns) if m.role == role]
+
+
+def _search(pattern: str, texts: list[str]) -> re.Match[str] | None:
+    """The match in the first (newest) text that matches."""
+    return next((found for text in texts if (found := re.search(pattern, text))), None)
 
 
 def _groups(found: re.Match[str]) -> dict[str, str]:

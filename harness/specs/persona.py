@@ -2,13 +2,110 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+)
 
 from harness.specs.agent import ModelRef
 from harness.specs.base import Spec
-from harness.specs.script import Rule
+from harness.specs.located import PathKey
+from harness.specs.script import Regex, Rule, Searched, When, never_firing
+
+NEVER_SEEN = "Never holds: a simulated user does not see tool results (`harness validate` warns)."
+
+
+class PersonaWhen(When):
+    """Conditions of a persona's scripted turn; all given conditions must hold. The persona's
+    words (with the task's `first_message`, which it is taken to have said) are its own, the
+    agent's words are the other side's: `agent_said`, `agent_history` and `i_said` say which."""
+
+    regex_conditions: ClassVar[dict[str, tuple[str, Searched]]] = {
+        **When.regex_conditions,
+        "agent_said": ("agent_said", "last_user"),
+        "agent_history": ("agent_history", "user_messages"),
+        "i_said": ("i_said", "own_messages"),
+    }
+
+    agent_said: Regex | None = Field(
+        default=None,
+        description="Regex searched in the agent's last message with text ('(The agent did not "
+        "reply.)' when its last turn wrote none); groups become `{agent_said.N}`.",
+    )
+    agent_history: Regex | None = Field(
+        default=None,
+        description="Regex searched in every message the agent wrote, newest first, its last "
+        "included; the newest that matches gives `{agent_history.N}`. For 'the agent said X at "
+        "some point', where `agent_said` is 'the agent just said X'.",
+    )
+    i_said: Regex | None = Field(
+        default=None,
+        description="Regex searched in this persona's own earlier messages, newest first, the "
+        "task's `first_message` included (never the agent's); the newest that matches gives "
+        "`{i_said.N}`. For 'I already said X': a rule `when: {i_said: '(?i)reconsider'}` placed "
+        "before the rule that asks to reconsider makes the persona ask once.",
+    )
+    matches: Regex | None = Field(
+        default=None,
+        description="Regex searched in the last message, which for a persona is always the "
+        "agent's: the same as `agent_said`, the clearer name; groups become `{m.N}`.",
+    )
+    user: Regex | None = Field(
+        default=None,
+        description="Regex searched in the agent's last message (a simulated user's model sees "
+        "the agent as the `user` role): the same as `agent_said`, the clearer name; groups "
+        "become `{u.N}`.",
+    )
+    history: Regex | None = Field(
+        default=None,
+        description="Regex searched in every message the AGENT wrote, newest first (a simulated "
+        "user's model sees the agent as the `user` role), never the persona's own: the same as "
+        "`agent_history`; for what the persona said use `i_said`. The newest that matches gives "
+        "`{h.N}`.",
+    )
+    system: Regex | None = Field(
+        default=None,
+        description="Regex that the simulated user's instructions must match: the prompt the "
+        "harness builds from the persona and the task's scenario (its reason, instructions and "
+        "known facts), so one persona can answer differently per task.",
+    )
+    turn: int | None = Field(
+        default=None,
+        ge=1,
+        description="Holds on the persona's Nth message of the conversation, counting the "
+        "task's opening: when the task gives `start.first_message`, that message is turn 1 and "
+        "the persona's first scripted reply is turn 2; without one the persona opens, answering "
+        "the agent's greeting, at turn 1. Each user message of `start.history` counts as one "
+        "turn too. `harness validate` warns about a turn that a task's inline persona never "
+        "reaches.",
+    )
+    tool: str | None = Field(default=None, description=NEVER_SEEN)
+    result: dict[str, Any] | None = Field(default=None, description=NEVER_SEEN)
+    error: bool | None = Field(default=None, description=NEVER_SEEN)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave the persona-only conditions out of a dump while unset: a task's content hash
+        (which the gate compares with its baseline's) stays what it was before they existed."""
+        data: dict[str, Any] = handler(self)
+        for name in ("agent_said", "agent_history", "i_said"):
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
+
+
+class PersonaRule(Rule):
+    """One `when -> reply` rule of a persona's scripted turns."""
+
+    when: PersonaWhen = Field(
+        default_factory=PersonaWhen,
+        description="Conditions; empty is the fallback, and the rules after it never fire.",
+    )
 
 
 class Persona(Spec):
@@ -27,17 +124,60 @@ class Persona(Spec):
         "`--set persona.model=...`).",
     )
     temperature: float = Field(default=0.7, ge=0, le=2, description="Sampling temperature.")
-    scripted_turns: list[Rule] = Field(
+    scripted_turns: list[PersonaRule] = Field(
         default_factory=list,
-        description="Deterministic replies chosen by rules on the agent's last message; "
-        "templates may use `{known.KEY}` from the task's scenario.",
+        description="Deterministic replies: the first rule whose conditions hold (on what the "
+        "agent said, what the persona said, the turn) and whose templates fill gives the "
+        "persona's next message; templates may use `{known.KEY}` from the task's scenario.",
         validate_default=True,
     )
 
     @field_validator("scripted_turns")
     @classmethod
-    def _scripted_needs_turns(cls, turns: list[Rule], info: ValidationInfo) -> list[Rule]:
+    def _scripted_needs_turns(
+        cls, turns: list[PersonaRule], info: ValidationInfo
+    ) -> list[PersonaRule]:
         model = info.data.get("model")
         if model is not None and model.id == "scripted" and not turns:
             raise ValueError("model 'scripted' needs scripted_turns")
         return turns
+
+
+def persona_warnings(
+    persona: Persona, where: PathKey = (), first_turn: int = 1
+) -> list[tuple[PathKey, str]]:
+    """What `harness validate` warns about in a persona's scripted turns (at `where` in its
+    file): rules that never fire, and `history`/`user`, whose names read as the persona's own
+    words but search the agent's. `first_turn` is the turn of the persona's first scripted reply
+    in the task that plays it (2 after a `first_message`; see `PersonaWhen.turn`)."""
+    at = (*where, "scripted_turns")
+    warnings = never_firing(persona.scripted_turns, at, sees_tools=False)
+    for index, rule in enumerate(persona.scripted_turns):
+        when = rule.when
+        if when.turn is not None and when.turn < first_turn:
+            opening = "turn 1" if first_turn == 2 else f"turns 1 to {first_turn - 1}"
+            warnings.append(
+                (
+                    (*at, index, "when", "turn"),
+                    f"never fires: the task's opening user messages (`start.first_message`, "
+                    f"`start.history`) are the persona's {opening}, so its first scripted reply "
+                    f"is turn {first_turn}",
+                )
+            )
+        if when.history is not None:
+            warnings.append(
+                (
+                    (*at, index, "when", "history"),
+                    "`history` searches the agent's messages, not the persona's own: write "
+                    "`agent_history` to say so, or `i_said` for what the persona said",
+                )
+            )
+        if when.user is not None:
+            warnings.append(
+                (
+                    (*at, index, "when", "user"),
+                    "`user` searches the agent's last message (the simulated user's model sees "
+                    "the agent as `user`): write `agent_said` to say so",
+                )
+            )
+    return sorted(warnings, key=lambda warning: warning[0][len(at)])

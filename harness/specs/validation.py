@@ -7,6 +7,7 @@ of the YAML file that wrote the value, and a message naming what was expected.
 from __future__ import annotations
 
 import difflib
+import sys
 import types
 import typing
 from collections.abc import Mapping
@@ -15,11 +16,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from harness.secrets import redact
 from harness.specs.located import (
     Location,
     PathKey,
     Problem,
     SpecError,
+    command_memo,
     display,
     format_path,
     nearest,
@@ -36,7 +39,7 @@ def validate(
 ) -> M:
     """Validate data against a spec model, turning every error into a located one-line problem."""
     try:
-        return model.model_validate(data)
+        spec = model.model_validate(data)
     except ValidationError as exc:
         default = Location(display(source), 1, 1)
         problems = []
@@ -49,6 +52,47 @@ def validate(
             )
         problems.sort(key=lambda p: (p.location.line or 0, p.location.col or 0))
         raise SpecError(problems) from None
+    print_warnings(rule_warnings(spec), positions, source)
+    return spec
+
+
+def rule_warnings(spec: BaseModel) -> list[tuple[PathKey, str]]:
+    """The rules of a script or of a scripted persona (a persona file's, or a task's inline
+    persona's) that can never fire, or whose condition names mislead. The spec is valid: these
+    are warnings, not problems."""
+    from harness.specs.persona import Persona, persona_warnings
+    from harness.specs.script import Script, never_firing
+    from harness.specs.task import Task
+
+    if isinstance(spec, Script):
+        return never_firing(spec.rules, ("rules",))
+    if isinstance(spec, Persona):
+        return persona_warnings(spec)
+    if isinstance(spec, Task) and isinstance(spec.persona, Persona):
+        # The task's opening user messages are the persona's first turns (`PersonaWhen.turn`).
+        opening = sum(message.role == "user" for message in spec.start.history)
+        first_turn = 1 + opening + (spec.start.first_message is not None)
+        return persona_warnings(spec.persona, ("persona",), first_turn)
+    return []
+
+
+def print_warnings(
+    warnings: list[tuple[PathKey, str]], positions: Mapping[PathKey, Location], source: Path
+) -> None:
+    """Print each warning to stderr as `file:line:col: warning: field.path: message`, once per
+    command: a warning neither refuses a file nor changes an exit code. A spec validated again
+    from data without positions (a `--set` over a persona) was warned about from its file."""
+    if not warnings or not positions:
+        return
+    memo = command_memo()
+    printed: set[str] = memo.setdefault("spec warnings", set()) if memo is not None else set()
+    default = Location(display(source), 1, 1)
+    for keys, message in warnings:
+        where = nearest(positions, keys, default)
+        line = redact(f"{where}: warning: {format_path(keys)}: {message}")
+        if line not in printed:
+            printed.add(line)
+            print(line, file=sys.stderr)
 
 
 def _data_path(data: Any, loc: tuple[Any, ...]) -> PathKey:
