@@ -322,26 +322,34 @@ def main() -> None:
             )
         error_max = max(rates["gate"] for rates in error_rates)
 
-        print("\n4. Power: the gate fails a candidate that dropped (rho 0.3, tau 0.5):")
+        print(
+            "\n4. Power: the gate fails a candidate that dropped (tau 0.5; trials of a task "
+            "correlated 0.09, the setting of the earlier bench whose habit repeated with "
+            "probability 0.3, unless a line says rho 0.3 or 1.0):"
+        )
         drops = [
-            Cell(tasks, trials, regression, floors, tau=0.5, drop=drop)
-            for tasks, trials, regression, floors, drop in (
-                (100, 4, 0, False, 0.10),  # the target: the first line
-                (25, 4, 0, False, 0.10),
-                (50, 4, 0, False, 0.10),
-                (50, 8, 0, False, 0.10),
-                (100, 1, 0, False, 0.10),
-                (100, 8, 0, False, 0.10),
-                (100, 4, 0, False, 0.05),
-                (200, 4, 0, False, 0.05),
-                (200, 8, 0, False, 0.05),
-                (100, 4, 5, True, 0.10),
+            Cell(tasks, trials, regression, floors, rho, tau=0.5, drop=drop)
+            for tasks, trials, regression, floors, rho, drop in (
+                (100, 4, 0, False, 0.09, 0.10),  # the target: the first line
+                (100, 4, 0, False, 0.3, 0.10),
+                (100, 4, 0, False, 1.0, 0.10),
+                (25, 4, 0, False, 0.09, 0.10),
+                (50, 4, 0, False, 0.09, 0.10),
+                (50, 8, 0, False, 0.09, 0.10),
+                (100, 1, 0, False, 0.09, 0.10),
+                (100, 8, 0, False, 0.09, 0.10),
+                (100, 8, 0, False, 0.3, 0.10),
+                (100, 4, 0, False, 0.09, 0.05),
+                (200, 4, 0, False, 0.09, 0.05),
+                (200, 8, 0, False, 0.09, 0.05),
+                (100, 4, 5, True, 0.09, 0.10),
             )
         ]
         powers = simulate(pool, drops, runs)
         for cell, rates in zip(drops, powers, strict=True):
             print(
                 f"  -{cell.drop * 100:.0f} points at {cell.tasks} x {cell.trials}"
+                f"{f', rho {cell.rho}' if cell.rho != 0.09 else ''}"
                 f"{', 5 regression tasks and floors' if cell.regression else ''}: "
                 f"{rates['gate']:.1%}"
             )
