@@ -12,9 +12,6 @@ RESULTS_STORE = STATE_DIR / "results.db"
 TRACE_STORE = STATE_DIR / "traces.db"
 RESPONSE_CACHE = STATE_DIR / "cache.db"
 
-JUDGE_MODEL = "local/smollm2"
-"""Model of `llm_judge` checks and of the relative judge when a run names none."""
-
 STOP_SIGNAL = "###STOP###"
 TRANSFER_SIGNAL = "###TRANSFER###"
 OUT_OF_SCOPE_SIGNAL = "###OUT-OF-SCOPE###"

@@ -247,7 +247,8 @@ def test_a_failed_judge_model_is_a_judge_error() -> None:
     assert result.outcome == "error" and result.error_side == Side.JUDGE
     assert "unknown model provider 'nosuch'" in result.reason
     assert run({"kind": "llm_judge", "criterion": "x"}, transcript(), judge=None).reason == (
-        "no judge model: give --judge-model or the check's model"
+        "no judge model: pass --judge-model, set judge_model in harness.yaml, or give the "
+        "check a model"
     )
 
 

@@ -28,7 +28,11 @@ def grade(
     ],
     store: StoreOpt = defaults.RESULTS_STORE,
     judge_model: Annotated[
-        str | None, typer.Option(help="Judge model (default: the one the run was graded with).")
+        str | None,
+        typer.Option(
+            help="Judge model (default: the one the run was graded with, else the project "
+            "file's judge_model)."
+        ),
     ] = None,
     concurrency: Annotated[
         int, typer.Option(min=1, help="Episodes graded at once.")
@@ -65,9 +69,9 @@ def grade(
         warn_unsandboxed(results, regraded.run_id, console)
     finally:
         results.close()
+    graded_by = f"judge {regraded.judge.id}" if regraded.judge is not None else "no judge"
     console.print(
-        f"regraded {run_id} as {regraded.run_id} (judge {regraded.judge.id}); "
-        f"{run_id} keeps its verdicts",
+        f"regraded {run_id} as {regraded.run_id} ({graded_by}); {run_id} keeps its verdicts",
         markup=False,
         highlight=False,
         soft_wrap=True,

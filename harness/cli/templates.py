@@ -33,11 +33,11 @@ def _simulate(agent: Path, trials: int, concurrency: int) -> dict[str, Any]:
 
 
 def _grade(need: str, judge_model: Any, concurrency: int) -> dict[str, Any]:
-    return {
-        "uses": "grade",
-        "needs": [need],
-        "with": {"judge_model": judge_model, "concurrency": concurrency},
-    }
+    """A grade node; with no judge model, the run's default judge applies (if any)."""
+    params: dict[str, Any] = {"concurrency": concurrency}
+    if judge_model is not None:
+        params["judge_model"] = judge_model
+    return {"uses": "grade", "needs": [need], "with": params}
 
 
 def flags_dag(
@@ -82,7 +82,7 @@ def compare_dag(
     for side, agent in (("a", a), ("b", b)):
         nodes[side] = _simulate(agent, trials, concurrency)
         nodes[f"grade_{side}"] = _grade(side, judge_model, concurrency)
-    compare: dict[str, Any] = {"judge_model": judge_model} if relative else {}
+    compare: dict[str, Any] = {"judge_model": judge_model} if relative and judge_model else {}
     if max_error_rate is not None:
         compare["max_error_rate"] = max_error_rate
     nodes["compare"] = {"uses": "compare", "needs": ["grade_a", "grade_b"], "with": compare}

@@ -141,17 +141,16 @@ class HarnessAdapter:
         simulate = {"agent": str(variant), "set": config.overrides, "trials": config.trials}
         if first_trial:
             simulate["first_trial"] = first_trial
+        grade = {}  # without a judge of its own, the climb grades with the project's
+        if config.judge_model is not None:
+            grade["judge_model"] = config.judge_model.model_dump(exclude_none=True)
         return {
             "kind": "dag",
             "name": f"climb-{config.name}",
             "nodes": {
                 "tasks": {"uses": "load_tasks", "with": tasks},
                 "simulate": {"uses": "simulate", "needs": ["tasks"], "with": simulate},
-                "grade": {
-                    "uses": "grade",
-                    "needs": ["simulate"],
-                    "with": {"judge_model": config.judge_model.model_dump(exclude_none=True)},
-                },
+                "grade": {"uses": "grade", "needs": ["simulate"], "with": grade},
             },
         }
 

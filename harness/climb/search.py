@@ -16,6 +16,7 @@ from harness.climb.candidates import changes, seed_candidate
 from harness.climb.records import ClimbRecorder, Progress
 from harness.defaults import STATE_DIR
 from harness.models import CompletionParams
+from harness.pipeline.judges import missing_judge, project_judge
 from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
 from harness.pipeline.runner import RunOptions, model_runtime
 from harness.sim.suite import TaskCase
@@ -180,6 +181,17 @@ def require_both_sides(split: Split, cases: list[TaskCase], loaded: Loaded[Climb
     raise SpecError([loaded.problem(("tasks",), message)])
 
 
+def require_judge(cases: list[TaskCase], loaded: Loaded[Climb]) -> None:
+    """Tasks with llm_judge checks that name no model need the climb's or the project's judge:
+    without one, every evaluation would grade them as errors, so the climb stops first."""
+    if loaded.spec.judge_model is not None or project_judge() is not None:
+        return
+    missing = missing_judge(cases)
+    if missing is not None:
+        fix = "set judge_model here or in harness.yaml, or give the check a model"
+        raise SpecError([loaded.problem(("judge_model",), f"{missing}: {fix}")])
+
+
 def split_line(climb_id: str, split: Split) -> str:
     """The progress line of the split, with the production clusters (failure modes and kinds of
     success) its production tasks came from."""
@@ -209,6 +221,7 @@ def search(
         personas=str(base / config.tasks.personas) if config.tasks.personas else None,
     )
     cases = load_task_set(params).cases
+    require_judge(cases, loaded)
     seed = seed_candidate(production, config.components, tool_docs(cases, loaded))
     split = split_tasks(cases, config.tasks)
     require_both_sides(split, cases, loaded)

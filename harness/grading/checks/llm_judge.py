@@ -22,7 +22,9 @@ class LLMJudgeCheck(CheckBase):
     criterion: str = Field(min_length=1, description="What must be true of the conversation.")
     rubric: str = Field(default="", description="How to decide: what passes, what fails.")
     model: ModelRef | None = Field(
-        default=None, description="The judge model; by default the run's `--judge-model`."
+        default=None,
+        description="The judge model; by default the run's (`--judge-model`, the grade node's "
+        "or the project file's `judge_model`; there is no built-in one).",
     )
     retries: int = Field(
         default=1, ge=0, le=5, description="Re-asks when the judgement cannot be parsed."
@@ -37,7 +39,8 @@ async def check_llm_judge(
     if reference is None:
         return Finding(
             "error",
-            "no judge model: give --judge-model or the check's model",
+            "no judge model: pass --judge-model, set judge_model in harness.yaml, or give the "
+            "check a model",
             error_side=Side.JUDGE,
         )
     try:

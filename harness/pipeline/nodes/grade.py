@@ -12,7 +12,6 @@ from typing import Any
 
 from pydantic import Field
 
-from harness.defaults import JUDGE_MODEL
 from harness.grading.checks import CheckContext
 from harness.grading.normative import grade
 from harness.pipeline.nodes import NodeContext, NodeKind, register
@@ -24,19 +23,21 @@ from harness.specs.base import Spec
 class GradeParams(Spec):
     """How episodes are graded."""
 
-    judge_model: ModelRef = Field(
-        default_factory=lambda: ModelRef(id=JUDGE_MODEL),
-        description="Model of llm_judge checks that name none.",
+    judge_model: ModelRef | None = Field(
+        default=None,
+        description="Model of llm_judge checks that name none (default: `--judge-model`, else "
+        "the project file's `judge_model`; with none, a pipeline whose tasks need a judge stops "
+        "before it plays).",
     )
     concurrency: int = Field(default=8, ge=1, description="Episodes graded at once.")
 
 
-def claim_run_to_grade(run: Run, judge: ModelRef, grading: str, ctx: NodeContext) -> Run:
+def claim_run_to_grade(run: Run, judge: ModelRef | None, grading: str, ctx: NodeContext) -> Run:
     """The run a grading pass stores its verdicts under: the given run when the pass is the
     one that grades it (the first, or the same one resumed after a crash), else a copy of its
     episodes under a new run id that records `regraded_from`. The copy is keyed by the pass
     and the run it copies, so that a resumed pass finds it again."""
-    values = {"judge_model": judge.model_dump(mode="json")}
+    values = {"judge_model": judge.model_dump(mode="json") if judge is not None else None}
     if ctx.store.claim_grading(run.run_id, grading, values):
         return run
     copy = ctx.store.copy_run(
@@ -49,7 +50,7 @@ def claim_run_to_grade(run: Run, judge: ModelRef, grading: str, ctx: NodeContext
 
 
 async def grade_run(
-    run: Run, judge: ModelRef, concurrency: int, grading: str, ctx: NodeContext
+    run: Run, judge: ModelRef | None, concurrency: int, grading: str, ctx: NodeContext
 ) -> Counter[str]:
     """Grade every stored episode of a run (streamed from the store) and store the verdicts.
 
