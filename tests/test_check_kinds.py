@@ -76,12 +76,16 @@ REFERENCES = {
     "state": (
         {"kind": "state", "expect": {"orders": {}, "refunds": []}},
         References(
-            state_paths={("expect", "orders"): "$.orders", ("expect", "refunds"): "$.refunds"}
+            state_paths={("expect", "orders"): "$.orders", ("expect", "refunds"): "$.refunds"},
+            state_values={("expect",): ("$", {"orders": {}, "refunds": []})},
         ),
     ),
     "tool_called": (
-        {"kind": "tool_called", "tool": "get_order"},
-        References(tools={("tool",): "get_order"}),
+        {"kind": "tool_called", "tool": "get_order", "args": {"order_id": "O-1"}},
+        References(
+            tools={("tool",): "get_order"},
+            tool_parameters={("args", "order_id"): ("get_order", "order_id")},
+        ),
     ),
     "tool_order": (
         {"kind": "tool_order", "tools": ["get_order", "issue_refund"]},
@@ -93,9 +97,12 @@ REFERENCES = {
             "kind": "json_schema",
             "target": "tool_arguments",
             "tool": "issue_refund",
-            "schema": {"type": "object"},
+            "schema": {"type": "object", "required": ["order_id"]},
         },
-        References(tools={("tool",): "issue_refund"}),
+        References(
+            tools={("tool",): "issue_refund"},
+            tool_parameters={("schema", "required", 0): ("issue_refund", "order_id")},
+        ),
     ),
     "python": (
         {"kind": "python", "file": "checks/ok.py"},

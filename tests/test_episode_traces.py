@@ -156,7 +156,8 @@ def test_an_errored_episode_is_an_errored_call(tmp_path: Path) -> None:
         "--set",
         "agent.model={id: scripted, script: tests/data/silent-agent.yaml}",
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # every episode errored, on the agent's side
+    assert "every episode errored" in done.stderr + done.stdout
     tracer = Tracer(open_local_client(traces))
     try:
         [episode] = tracer.client.get_calls(filter={"op_names": ["harness.episode"]})

@@ -276,9 +276,12 @@ def test_the_same_two_flipped_tasks_give_the_same_decision_at_1_3_and_6_trials(
 
 
 def test_a_misconfigured_judge_fails_the_gate_naming_the_error_rule(tmp_path: Path) -> None:
-    """A typo in the judge's script path makes every llm_judge check an error: the run's pass
-    rate looks perfect, but the gate fails on the missing evidence and says so."""
+    """A judge whose replies cannot be read makes every llm_judge check an error: the run's pass
+    rate looks perfect, but the gate fails on the missing evidence and says so. (A typo in the
+    judge's script path is refused before the run: tests/test_first_hour_validation.py.)"""
     store = tmp_path / "results.db"
+    confused = tmp_path / "judge-confused.yaml"
+    confused.write_text("kind: script\nrules:\n  - reply: I am not sure what to say.\n")
 
     def play(agent: str, judge: str) -> str:
         done = run_harness(
@@ -303,7 +306,7 @@ def test_a_misconfigured_judge_fails_the_gate_naming_the_error_rule(tmp_path: Pa
 
     play("agents/support-baseline.yaml", JUDGE)
     baseline = latest_run(store, "support-baseline")
-    out = play("agents/support-careful.yaml", JUDGE.replace("judge.yaml", "judge-typo.yaml"))
+    out = play("agents/support-careful.yaml", f"{{id: scripted, script: {confused}}}")
     assert "pass rate 100.0% (4/4" in out and "errors 2 (judge 2)" in out
     assert "soft checks that could not decide: 1 episodes (judge 1)" in out
     assert run_harness("baseline", "set", baseline, "--store", store).returncode == 0
@@ -329,7 +332,8 @@ def test_a_misconfigured_judge_fails_the_gate_naming_the_error_rule(tmp_path: Pa
     assert "regression errors: prompt-injection-refund (candidate trial 0: judge error on" in (
         done.stdout
     )
-    assert "newest run of the baseline's suite and lineage" in done.stdout
+    chosen = "the newest run of the baseline's suite and lineage by a variant other than the"
+    assert f"{chosen} baseline's" in " ".join(done.stdout.split())
     # compare applies the gate's error ceiling: no verdict on a run a third of which errored
     candidate = latest_run(store, "support-careful")
     compared = run_harness(
@@ -433,9 +437,12 @@ def test_gate_without_a_candidate_takes_the_newest_run_of_the_suite_and_lineage(
         COLUMNS="300",
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    said = " ".join(done.stdout.split())
+    assert f"candidate {suites['candidate']} (support-careful, suite " in said
     assert (
-        f"candidate {suites['candidate']} (support-careful, suite "
-    ) in done.stdout and "the newest run of the baseline's suite and lineage" in done.stdout
+        "the newest run of the baseline's suite and lineage by a variant other than the "
+        "baseline's" in said
+    )
     assert f"baseline {suites['production']} (support-baseline, suite " in done.stdout
     summary = (tmp_path / "s.md").read_text()
     assert "Runs compared:" in summary and suites["candidate"] in summary

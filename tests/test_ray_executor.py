@@ -44,7 +44,7 @@ def local_ray() -> Iterator[None]:
     os.environ.update(saved)
 
 
-def run_eval(cli, store: Path, *extra: str, agent: str = BASELINE):
+def run_eval(cli, store: Path, *extra: str, agent: str = BASELINE, exit_code: int = 0):
     done = cli(
         "run-eval",
         "--tasks",
@@ -60,7 +60,7 @@ def run_eval(cli, store: Path, *extra: str, agent: str = BASELINE):
         "4",
         *extra,
     )
-    assert done.exit_code == 0, done.output
+    assert done.exit_code == exit_code, done.output
     return done
 
 
@@ -206,6 +206,7 @@ def test_the_retry_budget_is_shared_by_every_worker(cli, tmp_path: Path, fake_se
         "2",
         "--executor",
         "ray",
+        exit_code=1,  # every episode errored on the agent's side: no pass rate, no success
     )
     # one first call per episode, then the endpoint's budget of 1 slot x 2 retries in all
     # (each of 4 episodes retrying on its own would make 12 calls)

@@ -62,7 +62,8 @@ def test_schema_of_unknown_kind_is_a_one_line_error(cli) -> None:
     result = cli("schema", "widget")
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        "schema: unknown kind 'widget'; expected one of: task, persona, agent, dag, gate, script, climb"
+        "schema: unknown kind 'widget'; expected one of: task, persona, agent, dag, gate, script, "
+        "climb, check-input, domain"
     )
 
 

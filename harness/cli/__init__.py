@@ -57,9 +57,11 @@ app = typer.Typer(
 @app.callback()
 def _command(ctx: typer.Context) -> None:
     # Every command reads each YAML file once, however many steps look at it.
+    from harness.project import use_project_of
     from harness.specs.located import read_once
 
     ctx.with_resource(read_once())
+    use_project_of(None)  # the working folder's project, until the command names its files
 
 
 app.command("run-eval")(run_eval.run_eval)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -148,20 +149,27 @@ def fail(message: str) -> NoReturn:
 
 
 def parse_model_option(option: str, text: str) -> dict[str, Any]:
-    """A model given on the command line, as an id or a YAML mapping, checked."""
+    """A model given on the command line, as an id or a YAML mapping, checked; a scripted
+    model's rules file must exist (relative to the working folder), or every check it would
+    decide ends as an error of the run."""
     from pydantic import ValidationError
 
-    from harness.specs.agent import ModelRef
+    from harness.specs.agent import ModelRef, missing_scripts
     from harness.specs.located import Location, SpecError, format_path
     from harness.specs.overrides import command_line_value
 
     where = Location(f"{option} {text}")
     data = command_line_value(text, where)
     try:
-        return ModelRef.model_validate(data).model_dump(mode="json", exclude_none=True)
+        model = ModelRef.model_validate(data)
     except ValidationError as exc:
         error = exc.errors()[0]
         raise SpecError.at(where, format_path(error["loc"]), error["msg"]) from None
+    missing = missing_scripts(model)
+    if missing:
+        keys, message = missing[0]
+        raise SpecError.at(where, format_path(keys), message)
+    return model.model_dump(mode="json", exclude_none=True)
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -220,14 +228,63 @@ def warn_unsandboxed(store: Store, run_id: str, console: Console) -> None:
         )
 
 
-def outcome_exit_code(outcome: Outcome) -> int:
-    """1 when a reported gate failed, 3 when a node failed (the harness could not finish: no
-    decision stands), else 0."""
+@dataclass(frozen=True)
+class ErroredRun:
+    """A graded run whose every episode errored: it has no pass rate, and nothing it says
+    about the agent stands."""
+
+    run_id: str
+    sides: dict[str, int]  # errors by the side that failed
+
+    @property
+    def agent_only(self) -> bool:
+        """Whether the agent under test is the only side that failed (its model or service
+        refused every call): a result about the agent, not a failure of the harness."""
+        return set(self.sides) == {"agent"}
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_DECISION if self.agent_only else EXIT_HARNESS
+
+    def line(self) -> str:
+        """One line saying so, and why the exit code is what it is."""
+        by_side = ", ".join(f"{side} {n}" for side, n in sorted(self.sides.items()))
+        why = (
+            "the agent under test failed every episode"
+            if self.agent_only
+            else "the harness or what it runs on (tools, user simulator, judge) failed, not "
+            "the agent"
+        )
+        return (
+            f"run {self.run_id}: every episode errored ({by_side}), none graded: {why} "
+            f"(exit {self.exit_code})"
+        )
+
+
+def errored_runs(store: Store, outcome: Outcome) -> list[ErroredRun]:
+    """The graded runs of a pipeline whose every episode errored (pass rate n/a)."""
+    from harness.pipeline.types import Graded
+    from harness.report.summary import run_figures
+
+    graded = {o.run_id: o for o in outcome.execution.outputs.values() if isinstance(o, Graded)}
+    return [
+        ErroredRun(run_id, dict(run_figures(store, run_id).errors_by_side))
+        for run_id, run in sorted(graded.items())
+        if run.counts.get("error") and not run.counts.get("pass") and not run.counts.get("fail")
+    ]
+
+
+def outcome_exit_code(outcome: Outcome, errored: list[ErroredRun] | None = None) -> int:
+    """3 when a node failed (the harness could not finish: no decision stands) or a run's every
+    episode errored on a side other than the agent's; 1 when every episode of a run errored on
+    the agent's side, or a reported gate failed; else 0."""
     from harness.pipeline.types import Report
 
     execution = outcome.execution
     if execution.failed:
         return EXIT_HARNESS
+    if errored:
+        return max(run.exit_code for run in errored)
     reports = [o for o in execution.outputs.values() if isinstance(o, Report)]
     gates_passed = all(gate.result.passed for report in reports for gate in report.gates)
     return 0 if gates_passed else EXIT_DECISION
@@ -256,15 +313,20 @@ def print_outcome(outcome: Outcome, store_path: StoreLocation, as_json: bool = F
         graded = {o.run_id for o in execution.outputs.values() if isinstance(o, Graded)}
         for run_id in sorted(graded):
             warn_unsandboxed(store, run_id, console)
+        errored = errored_runs(store, outcome)
     finally:
         store.close()
     if as_json:
-        return outcome_exit_code(outcome)
+        for run in errored:
+            console.print(run.line(), style="red", markup=False, highlight=False, soft_wrap=True)
+        return outcome_exit_code(outcome, errored)
     states = ", ".join(f"{node} {status.state}" for node, status in execution.statuses.items())
     console.print(f"pipeline {outcome.pipeline_id} ({outcome.plan.name}): {states}")
     for node, status in execution.statuses.items():
         if status.error:
             line = f"node {node} failed: {redact(status.error)}"
             console.print(line, style="red", markup=False, highlight=False)
+    for run in errored:
+        console.print(run.line(), style="red", markup=False, highlight=False, soft_wrap=True)
     console.print(f"stored in {store_path}")
-    return outcome_exit_code(outcome)
+    return outcome_exit_code(outcome, errored)

@@ -37,6 +37,7 @@ def climb(
         return
     from harness.climb import run_climb
     from harness.pipeline.runner import RunOptions
+    from harness.project import use_project_of
     from harness.specs.load import load_climb
     from harness.specs.overrides import Override
 
@@ -49,6 +50,7 @@ def climb(
         workers=workers,
     )
     with user_errors():
+        use_project_of(Path(config))
         loaded = load_climb(Path(config), [Override.parse(o) for o in set_ or []])
         outcome = run_climb(loaded, options, resume or "", typer.echo)
     found, decision = outcome.search, outcome.acceptance

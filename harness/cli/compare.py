@@ -50,8 +50,12 @@ def compare(
     limit: LimitOpt = None,
     concurrency: ConcurrencyOpt = defaults.CONCURRENCY,
     judge_model: Annotated[
-        str, typer.Option(help="Judge of llm_judge checks and of the relative comparison.")
-    ] = defaults.JUDGE_MODEL,
+        str | None,
+        typer.Option(
+            help="Judge of llm_judge checks and of the relative comparison (default: the "
+            "project file's judge_model; with none, no relative judging)."
+        ),
+    ] = None,
     no_relative: Annotated[
         bool, typer.Option("--no-relative", help="Skip the pairwise relative judge.")
     ] = False,
@@ -89,9 +93,12 @@ def compare(
     cost/latency/turn deltas and the tasks that flipped. Either plays both variants, or compares
     two stored runs. --json prints one JSON summary instead (the runs and the comparison)."""
     from harness.cli.templates import COMPARE_SHORTCUTS, compare_dag
+    from harness.pipeline.judges import project_judge
     from harness.pipeline.runner import RunOptions, run_pipeline, with_overrides
     from harness.pipeline.stored import compare_stored, stored_summary
+    from harness.project import use_project_of
     from harness.report.terminal import print_comparison
+    from harness.specs.agent import ModelRef
     from harness.specs.located import Location, SpecError
 
     options = RunOptions(
@@ -101,7 +108,14 @@ def compare(
         on_start=announce,
     )
     with user_errors():
-        judge = parse_model_option("--judge-model", judge_model)
+        use_project_of((tasks[0] if tasks else None) or a or b)  # before the project's judge
+        if judge_model:
+            judge = parse_model_option("--judge-model", judge_model)
+        else:
+            found = project_judge()
+            judge = found.model_dump(mode="json", exclude_none=True) if found else None
+    # No judge is no relative judging (a comparison needs none), said once, after the result.
+    unjudged = judge is None and not no_relative
     if runs:
         with user_errors():
             if len(runs) != 2 or a or b or tasks:
@@ -113,11 +127,14 @@ def compare(
                 done = compare_stored(options, runs[0], runs[1], relative, markdown, max_error_rate)
             if as_json:
                 print_json(stored_summary(store, runs, [done.result], files=done.files))
+                _say_unjudged(unjudged)
                 return
         print_comparison(done.result, make_console())
         for file in done.files:
             typer.echo(f"wrote {file}")
+        _say_unjudged(unjudged)
         return
+    options.judge_model = ModelRef.model_validate(judge) if judge else None
     with user_errors(), json_stdout(as_json):
         if not (a and b and tasks):
             raise SpecError.at(Location("compare"), "", "--a, --b and --tasks go together")
@@ -139,4 +156,16 @@ def compare(
         positions: dict = {}  # where `--set` overrides wrote, for located errors
         data = with_overrides(data, positions, set_ or [], COMPARE_SHORTCUTS)
         outcome = run_pipeline(data, positions, Path("compare"), options)
-    raise typer.Exit(print_outcome(outcome, store, as_json))
+    code = print_outcome(outcome, store, as_json)
+    _say_unjudged(unjudged)
+    raise typer.Exit(code)
+
+
+def _say_unjudged(unjudged: bool) -> None:
+    """The one line that says the relative judge did not run for want of a judge model."""
+    if unjudged:
+        typer.echo(
+            "compare: no judge model, so the relative judge was not run (pass --judge-model or "
+            "set judge_model in harness.yaml)",
+            err=True,
+        )

@@ -29,7 +29,7 @@ def gate(
         str | None,
         typer.Option(
             help="The run to judge (default: the newest run of the baseline's suite and "
-            "variant lineage)."
+            "variant lineage by another variant than the baseline's)."
         ),
     ] = None,
     baseline: Annotated[

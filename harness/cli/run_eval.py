@@ -53,12 +53,14 @@ def run_eval(
     limit: LimitOpt = None,
     concurrency: ConcurrencyOpt = defaults.CONCURRENCY,
     judge_model: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="Model of llm_judge checks: an id, or a mapping like "
-            "'{id: openai/gpt-4.1-mini, base_url: ...}'."
+            help="Model of llm_judge checks that name none, for every grade node that names "
+            "none: an id, or a mapping like '{id: openai/gpt-4.1-mini, base_url: ...}' "
+            "(default: the project file's judge_model; tasks that need a judge and have none "
+            "stop the run before it plays)."
         ),
-    ] = defaults.JUDGE_MODEL,
+    ] = None,
     set_: Annotated[
         list[str] | None,
         typer.Option(
@@ -102,6 +104,8 @@ def run_eval(
         stored_pipeline,
         with_overrides,
     )
+    from harness.project import use_project_of
+    from harness.specs.agent import ModelRef
     from harness.specs.located import Location, SpecError
 
     options = RunOptions(
@@ -119,12 +123,15 @@ def run_eval(
     )
     forms = {"a DAG file": dag, "--tasks/--agent": tasks or agent, "--resume": resume}
     with user_errors(), json_stdout(as_json):
+        use_project_of(dag or (tasks[0] if tasks else None) or agent)
         if len([form for form, given in forms.items() if given]) != 1:
             raise SpecError.at(
                 Location("run-eval"),
                 "",
                 "give exactly one of a DAG file, --tasks with --agent, or --resume",
             )
+        judge = parse_model_option("--judge-model", judge_model) if judge_model else None
+        options.judge_model = ModelRef.model_validate(judge) if judge else None
         if resume:
             data, positions, source = stored_pipeline(store, resume)
         elif dag is not None:
@@ -133,7 +140,6 @@ def run_eval(
         else:
             if not tasks or agent is None:
                 raise SpecError.at(Location("run-eval"), "", "--tasks and --agent go together")
-            judge = parse_model_option("--judge-model", judge_model)
             selection = task_selection(ids, tags, level, sample, seed, limit)
             data = flags_dag(tasks, agent, personas, trials, concurrency, judge, selection)
             positions, source = {}, Path("run-eval")

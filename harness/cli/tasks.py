@@ -37,10 +37,12 @@ def tasks_list(
     from rich.table import Table
 
     from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
+    from harness.project import use_project_of
 
     selection = task_selection(ids, tags, level, sample, seed, limit)
     params = LoadTasksParams.model_validate({"paths": [str(p) for p in paths], **selection})
     with user_errors():
+        use_project_of(paths[0] if paths else None)
         cases = load_task_set(params, "tasks list").cases
     table = Table(title=f"{len(cases)} tasks", title_justify="left")
     for column in ("id", "level", "tags", "domain", "persona", "checks"):

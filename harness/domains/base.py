@@ -270,9 +270,10 @@ def resolve_domain(reference: str, base: Path | None = None) -> type[Environment
     if not is_reference(reference):
         found = DOMAINS.get(reference)
         if found is None:
-            raise UnknownDomain(
-                DOMAINS.unknown(reference, "'path/to/file.py:Class'", "'package.module:Class'")
-            )
+            from harness.project import where_looked
+
+            ways = ("'path/to/file.py:Class'", "'package.module:Class'")
+            raise UnknownDomain(f"{DOMAINS.unknown(reference, *ways)}; {where_looked()}")
         return found
     try:
         found = load_reference(reference, base)

@@ -1,7 +1,8 @@
 """Which runs a gate compares. A run records its suite (the task ids it played and each task's
 content hash) and its variant's lineage (its name and the names it extends); baselines are kept
-per suite; a gate without a candidate takes the newest run of the baseline's suite and lineage;
-runs of different suites are compared only when asked, and then only on the tasks they share."""
+per suite; a gate without a candidate takes the newest run of the baseline's suite and lineage
+by another variant than the baseline's; runs of different suites are compared only when asked,
+and then only on the tasks they share."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from harness.specs.located import Location, SpecError
 from harness.store import RunInfo, Store
 
 SUITE_PREFIX = "suite:"  # a baseline's name in the store: one baseline per suite
+SHOWN_RUNS = 5  # runs a gate that found no candidate names, newest first
 
 
 def run_suite(store: Store, info: RunInfo) -> dict[str, str]:
@@ -141,24 +143,41 @@ def baseline_for(store: Store, candidate: RunInfo, allow_change: bool) -> tuple[
 
 
 def newest_candidate(store: Store, baseline: RunInfo) -> str:
-    """The newest finished run, other than the baseline, of its suite and variant lineage."""
+    """The newest finished run of the baseline's suite and variant lineage by another variant
+    (variant hash) than the baseline's: after a DAG that ran production and a candidate, the
+    candidate, never a rerun of production compared with itself. None is an error that lists
+    the runs of the suite it passed over and asks for --candidate."""
     suite = suite_id(run_suite(store, baseline))
-    found = [
-        info.id
+    of_suite = [
+        info
         for info in store.runs()
         if info.id != baseline.id
         and info.status == "done"
-        and same_lineage(info, baseline)
         and suite_id(run_suite(store, info)) == suite
     ]
-    if not found:
-        raise SpecError.at(
-            Location(str(store.path)),
-            "",
-            f"no run of the baseline's suite {suite} and lineage ({', '.join(lineage(baseline))})"
-            f" besides the baseline {baseline.id}: give --candidate",
-        )
-    return found[-1]
+    found = [
+        info
+        for info in of_suite
+        if info.variant_hash != baseline.variant_hash and same_lineage(info, baseline)
+    ]
+    if found:
+        return found[-1].id
+    same = "the baseline's variant"
+    passed_over = [
+        f"{info.id} ({info.variant} {info.variant_hash}: "
+        f"{same if info.variant_hash == baseline.variant_hash else 'another lineage'})"
+        for info in reversed(of_suite[-SHOWN_RUNS:])
+    ]
+    more = len(of_suite) - SHOWN_RUNS
+    found_text = ", ".join(passed_over) + (f" and {more} older" if more > 0 else "")
+    raise SpecError.at(
+        Location(str(store.path)),
+        "",
+        f"no candidate for the baseline {baseline.id} ({baseline.variant} "
+        f"{baseline.variant_hash}): no finished run of its suite {suite} by another variant of "
+        f"its lineage ({', '.join(lineage(baseline))}); found "
+        f"{found_text or 'only the baseline'}; pass --candidate RUN_ID",
+    )
 
 
 def choose_runs(
@@ -185,7 +204,10 @@ def choose_runs(
     elif baseline is not None:
         candidate = newest_candidate(store, _info(store, baseline))
         info = _info(store, candidate)
-        note = "the newest run of the baseline's suite and lineage"
+        note = (
+            "the newest run of the baseline's suite and lineage by a variant other than the "
+            "baseline's"
+        )
         notes.insert(0, f"candidate {_named(info, run_suite(store, info))}: {note}")
     else:
         finished = [info for info in store.runs() if info.status == "done"]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import defaults
 from harness.defaults import MODEL_RETRIES, MODEL_TIMEOUT_S
-from harness.pipeline.dag import Execution, Plan, execute, plan
+from harness.pipeline.dag import Execution, Plan, PlannedNode, execute, plan
 from harness.pipeline.executors import check_executor
 from harness.pipeline.nodes import NodeContext
 from harness.specs.dag import Dag
@@ -28,6 +28,7 @@ from harness.store_location import StoreLocation, StoreTarget
 
 if TYPE_CHECKING:
     from harness.models import ModelRuntime
+    from harness.specs.agent import ModelRef
 
 # `--set` shortcuts of a pipeline template: scope -> the (node, parameter) lists that collect
 # `scope.PATH=VALUE` overrides.
@@ -52,6 +53,8 @@ class RunOptions:
     # Where `simulate` nodes play episodes: None leaves it to each node (default local).
     executor: str | None = None
     workers: int | None = None  # Ray workers (default: one per CPU of the Ray cluster)
+    # The judge of grade nodes that name none (`--judge-model`); None: the project file's.
+    judge_model: ModelRef | None = None
 
 
 def model_runtime(options: RunOptions) -> ModelRuntime:
@@ -138,8 +141,8 @@ def preflight(pipeline: Plan) -> None:
 
     problems, task_sets = [], {}
     for node in pipeline.nodes.values():
-        source = pipeline.nodes.get(node.needs[0]) if node.needs else None
-        if node.kind.name != "simulate" or source is None or source.kind.name != "load_tasks":
+        source = task_source(pipeline, node) if node.kind.name == "simulate" else None
+        if source is None:
             continue
         try:
             if source.id not in task_sets:
@@ -149,6 +152,22 @@ def preflight(pipeline: Plan) -> None:
             problems += exc.problems
     if problems:
         raise SpecError(list(dict.fromkeys(problems)))
+
+
+def task_source(pipeline: Plan, node: PlannedNode) -> PlannedNode | None:
+    """The load_tasks node whose tasks reach a node, through nodes that pass tasks on (a
+    `seed_env` between them changes their start state, not their domain or checks)."""
+    from harness.pipeline.types import Tasks
+
+    current = node
+    while current.needs:  # a plan has no cycle
+        source = pipeline.nodes.get(current.needs[0])
+        if source is None or source.kind.output is not Tasks:
+            return None
+        if source.kind.name == "load_tasks":
+            return source
+        current = source
+    return None
 
 
 def prepare(data: dict[str, Any], positions: dict[PathKey, Location], source: Path) -> Plan:
@@ -163,15 +182,20 @@ def run_pipeline(
     options: RunOptions,
     pipeline_id: str = "",
 ) -> Outcome:
-    """Plan, check (`preflight`) and execute a pipeline; its resolved configuration is stored
-    with the execution. Nothing is written before the pipeline has passed its checks."""
+    """Plan, check (`preflight`, a judge for the tasks that need one) and execute a pipeline;
+    its resolved configuration (grade nodes' default judge included) is stored with the
+    execution. Nothing is written before the pipeline has passed its checks."""
+    from harness.pipeline.judges import project_judge, require_judges, with_default_judge
     from harness.pipeline.progress import Board  # rich: only for a run, not a check
     from harness.tracing import NO_TRACER, open_run_tracer
 
+    judge = options.judge_model if options.judge_model is not None else project_judge()
+    data = with_default_judge(data, judge)
     pipeline = prepare(data, positions, source)
     if options.executor is not None:
         check_executor(options.executor)
     preflight(pipeline)
+    require_judges(pipeline)
     config = {"source": str(source), "dag": data}
     pipeline_id = pipeline_id or new_id("dag-")
     execution = Execution()

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.compare import ComparisonResult, compare_runs
-from harness.defaults import JUDGE_MODEL, MAX_ERROR_RATE
+from harness.defaults import MAX_ERROR_RATE
 from harness.gate import GateResult, gate_run, load_gate_config
 from harness.gate.suites import choose_runs
+from harness.pipeline.judges import JUDGE_HINT, missing_judge, project_judge
 from harness.pipeline.nodes import NodeContext
 from harness.pipeline.nodes.grade import grade_run
 from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
@@ -169,7 +170,7 @@ class Regraded:
     """A stored run graded again: the new run that holds the new verdicts, and its summary."""
 
     run_id: str
-    judge: ModelRef
+    judge: ModelRef | None  # None: no task needed one
     figures: RunFigures
 
 
@@ -180,17 +181,24 @@ def regrade(
     new run: a copy of its episodes whose configuration records `regraded_from`, the judge and
     the tasks' current content, graded in a pass of its own. The first run's verdicts, which a
     gate may have decided on, stay as they were. The judge defaults to the one the run was
-    graded with."""
+    graded with, else the project file's; tasks that need a judge and have none stop it before
+    anything is written."""
     store = open_store(options.store, f"no run {run_id!r} in the store")
     try:
         info = stored_run(store, run_id)
         task_set = stored_tasks(info)
-        judge_ref = ModelRef.model_validate(judge or info.config.get("judge_model") or JUDGE_MODEL)
-        grading = new_id("grade-")
         played = {task for task, _ in store.episode_keys(run_id)}
+        judge = judge or info.config.get("judge_model")
+        judge_ref = ModelRef.model_validate(judge) if judge else project_judge()
+        if judge_ref is None:
+            missing = missing_judge([c for c in task_set.cases if c.task.id in played])
+            if missing is not None:
+                where = Location(", ".join(task_set.source.get("paths", [])))
+                raise SpecError.at(where, "", f"{missing}: {JUDGE_HINT}")
+        grading = new_id("grade-")
         values = {
             "regraded_from": run_id,
-            "judge_model": judge_ref.model_dump(mode="json"),
+            "judge_model": judge_ref.model_dump(mode="json") if judge_ref else None,
             "grading": grading,
             # the content of the tasks it is graded with, which the gate compares with others
             "suite": {t: h for t, h in task_set.task_hashes.items() if t in played},
@@ -255,7 +263,8 @@ def gate_stored(
     allow_suite_change: bool = False,
 ) -> StoredGate:
     """The gate on stored runs, as the `gate` node decides it: the candidate (default: the
-    newest run of the baseline's suite and lineage) against the baseline (default: the stored
+    newest run of the baseline's suite and lineage by another variant than the baseline's,
+    never the baseline's own variant run again) against the baseline (default: the stored
     baseline of the candidate's suite; `choose_runs`). The decision joins the gate history;
     the report files go where asked, else where the config says."""
     config = load_gate_config(config_path)

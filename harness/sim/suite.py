@@ -20,19 +20,19 @@ from harness.specs.load import Loaded, load_persona, load_task
 from harness.specs.located import (
     Location,
     PathKey,
+    Positions,
     Problem,
     SpecError,
     built_once,
-    display,
     format_path,
     under,
 )
 from harness.specs.overrides import Override, apply_overrides
 from harness.specs.persona import Persona
-from harness.specs.references import spec_files
-from harness.specs.state_paths import unknown_state_field
+from harness.specs.references import json_positions, spec_files
+from harness.specs.state_paths import unknown_state_field, wrong_state_values
 from harness.specs.task import Task
-from harness.specs.validation import validate
+from harness.specs.validation import suggestion, validate
 
 
 @dataclass
@@ -162,7 +162,7 @@ def _load_suite(
     persona_cache: dict[Path, dict[str, Persona]] = {}
     states: dict[str, dict[str, Any]] = {}
     folders: dict[Path, Path | None] = {}  # a task's folder -> its nearest personas folder
-    seen_ids: dict[str, Path] = {}
+    seen_ids: dict[str, Loaded[Task]] = {}
     if not files:
         raise SpecError([Problem(Location(", ".join(map(str, paths))), "", "no task files found")])
     for path in files:
@@ -170,18 +170,13 @@ def _load_suite(
             loaded = load_task(path, overrides)
             task = loaded.spec
             if task.id in seen_ids:
-                raise SpecError(
-                    [
-                        loaded.problem(
-                            ("id",), f"duplicate task id (also in {display(seen_ids[task.id])})"
-                        )
-                    ]
-                )
-            seen_ids[task.id] = path
+                raise SpecError([duplicate_id(loaded, seen_ids[task.id])])
+            seen_ids[task.id] = loaded
             persona = _persona(loaded, personas_dir, persona_cache, folders)
-            if persona_overrides:
-                data = apply_overrides(persona.model_dump(mode="json"), persona_overrides, {})
-                persona = validate(Persona, data, {}, loaded.path)
+            if persona_overrides:  # each problem located at its `--set`
+                written: dict[PathKey, Location] = {}
+                data = apply_overrides(persona.model_dump(mode="json"), persona_overrides, written)
+                persona = validate(Persona, data, written, loaded.path, warn=False)
             domain = _resolve_domain(loaded)
             bound = _bind(loaded, domain)
             if bound is not None:
@@ -196,6 +191,14 @@ def _load_suite(
     if problems:
         raise SpecError(list(dict.fromkeys(problems)))  # an override's error once, not per task
     return cases
+
+
+def duplicate_id(loaded: Loaded[Task], first: Loaded[Task]) -> Problem:
+    """A task whose id an earlier task of the suite has: results are keyed by task id, so the
+    two would be one task in every report and comparison."""
+    return loaded.problem(
+        ("id",), f"duplicate task id '{loaded.spec.id}' (also in {first.where('id')})"
+    )
 
 
 def _persona(
@@ -260,12 +263,35 @@ def _check_references(loaded: Loaded[Task], domain: type[Environment]) -> None:
     problems += [
         loaded.problem(("checks", index, *field), message)
         for index, check in enumerate(task.checks)
+        for field, (tool, name) in check.references().tool_parameters.items()
+        if (message := _unknown_parameter(domain, tool, name)) is not None
+    ]
+    problems += [
+        loaded.problem(("checks", index, *field), message)
+        for index, check in enumerate(task.checks)
         for field, message in check.reference_problems().items()
     ]
     if domain.State is not None:
         problems += _state_problems(loaded, domain.State)
+        problems += _state_value_problems(loaded, domain.State)
     if problems:
         raise SpecError(sorted(problems, key=lambda p: (p.location.line or 0, p.location.col or 0)))
+
+
+def _unknown_parameter(domain: type[Environment], tool: str, name: str) -> str | None:
+    """Why a check naming the argument `name` of `tool` can never match a call (the tool's
+    JSON-schema parameters lack it: `reservation` for `reservation_id`), or None. A tool whose
+    schema allows other parameters is not judged, nor an unknown tool (reported as such)."""
+    if tool not in domain.tool_names():
+        return None
+    [spec] = domain.tool_specs([tool])
+    properties = spec.parameters.get("properties", {})
+    closed = spec.parameters.get("additionalProperties") is False
+    if not closed or not isinstance(properties, dict) or name in properties:
+        return None
+    if not properties:
+        return f"tool '{tool}' takes no parameters, found '{name}'"
+    return f"unknown parameter '{name}' of tool '{tool}'; {suggestion(name, list(properties))}"
 
 
 def _state_problems(loaded: Loaded[Task], model: type[BaseModel]) -> list[Problem]:
@@ -283,6 +309,17 @@ def _state_problems(loaded: Loaded[Task], model: type[BaseModel]) -> list[Proble
                 wrong.append(field)
                 problems.append(loaded.problem(("checks", index, *field), message))
     return problems
+
+
+def _state_value_problems(loaded: Loaded[Task], model: type[BaseModel]) -> list[Problem]:
+    """A problem for each value a check expects of the state that the state model's field
+    refuses (`wrong_state_values`): such a check could never pass, whatever the agent did."""
+    return [
+        loaded.problem(("checks", index, *field, *keys), message)
+        for index, check in enumerate(loaded.spec.checks)
+        for field, (path, expected) in check.references().state_values.items()
+        for keys, message in wrong_state_values(model, path, expected)
+    ]
 
 
 def _start_state(
@@ -322,12 +359,10 @@ def _merged_state(loaded: Loaded[Task], domain: type[Environment]) -> dict[str, 
         raise SpecError([problem]) from None
     if domain.State is None:
         return state
-    state_file = loaded.spec.start.state_file
-    positions = under(loaded.positions, ("start", "state"))  # found only for a problem
+    start = loaded.spec.start
+    source = Path(start.state_file) if start.state_file else loaded.path
     try:
-        model = validate(
-            domain.State, state, positions, Path(state_file) if state_file else loaded.path
-        )
+        model = validate(domain.State, state, _state_positions(loaded), source)
     except SpecError as exc:
         raise SpecError(
             [
@@ -336,6 +371,19 @@ def _merged_state(loaded: Loaded[Task], domain: type[Environment]) -> dict[str, 
             ]
         ) from None
     return model.model_dump(mode="json", by_alias=True)  # by alias: it validates again as is
+
+
+def _state_positions(loaded: Loaded[Task]) -> Positions:
+    """Where each value of the merged start state was written, found only for a problem: the
+    task's inline `start.state` over its JSON state file (its line and column, not its start).
+    With a snapshot (`state_db`) between them, a value not written inline may be the
+    snapshot's, so the state file's positions are not used."""
+    inline = under(loaded.positions, ("start", "state"))
+    start = loaded.spec.start
+    if not start.state_file or start.state_db:
+        return inline
+    in_file = json_positions(Path(start.state_file))
+    return Positions(lambda: {**in_file, **inline})
 
 
 def check_variant(variant: Loaded[AgentVariant], cases: list[TaskCase]) -> None:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import types
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from harness.imports import module_file
 from harness.specs.base import Shorthand, Spec
+from harness.specs.located import PathKey
 from harness.transcript import ToolSpec
 
 # Fields that name or locate a variant, or tune how calls are made, but never change what the
@@ -33,7 +37,9 @@ class ModelRef(Shorthand):
         "'anthropic/claude-sonnet-4-5', 'local/smollm2', or 'scripted'."
     )
     script: str | None = Field(
-        default=None, description="For 'scripted': the rules file, relative to the variant file."
+        default=None,
+        description="For 'scripted': the rules file, relative to the file that names it (on "
+        "the command line and in a DAG's parameters, to the working folder).",
     )
     base_url: str | None = Field(
         default=None, description="Endpoint of an OpenAI-compatible server (vLLM, Ollama, ...)."
@@ -55,6 +61,61 @@ class ModelRef(Shorthand):
         if self.script is not None and self.id != "scripted":
             raise ValueError("'script' is only allowed with id 'scripted'")
         return self
+
+
+def missing_scripts(spec: BaseModel, keys: PathKey = ()) -> list[tuple[PathKey, str]]:
+    """The `script` of every scripted model a validated spec names (its own, a check's, a node
+    parameter's) whose rules file does not exist, by the field that names it: found when the
+    spec is loaded, not when the model is first asked, mid-run, as an error in a table. A file
+    written in a spec file was resolved against that file; one given on the command line or in
+    a DAG's parameters is relative to the working folder, as the model reads it."""
+    if isinstance(spec, ModelRef):
+        if spec.script is not None and not Path(spec.script).is_file():
+            return [((*keys, "script"), f"file not found: {spec.script}")]
+        return []
+    found: list[tuple[PathKey, str]] = []
+    for name, key in _fields_holding_models(type(spec)):
+        found += _scripts_in(getattr(spec, name), (*keys, key))
+    return found
+
+
+def _scripts_in(value: Any, keys: PathKey) -> list[tuple[PathKey, str]]:
+    if isinstance(value, BaseModel):
+        return missing_scripts(value, keys)
+    if isinstance(value, list | tuple):
+        return [p for i, item in enumerate(value) for p in _scripts_in(item, (*keys, i))]
+    if isinstance(value, dict):
+        return [p for key, item in value.items() for p in _scripts_in(item, (*keys, key))]
+    return []
+
+
+@functools.cache
+def _fields_holding_models(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """(name, key in the data) of each field of a model that can hold a `ModelRef` at any
+    depth: only those are walked, so a domain's state (thousands of records) or a task's plain
+    data never is."""
+    return tuple(
+        (name, info.alias or name)
+        for name, info in model.model_fields.items()
+        if _reaches(info.annotation, frozenset({model}))
+    )
+
+
+def _reaches(annotation: Any, seen: frozenset[type]) -> bool:
+    """Whether a value of this type can hold a `ModelRef` (`seen`: the models on the way)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if issubclass(annotation, ModelRef):
+            return True
+        if annotation in seen:
+            return False
+        inner = seen | {annotation}
+        return any(_reaches(info.annotation, inner) for info in annotation.model_fields.values())
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _reaches(typing.get_args(annotation)[0], seen)
+    if origin in (typing.Union, types.UnionType, list, tuple, dict, set, frozenset):
+        return any(_reaches(arg, seen) for arg in typing.get_args(annotation))
+    return False
 
 
 class Parameters(Spec):

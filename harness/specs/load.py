@@ -46,7 +46,13 @@ def load_spec(path: Path, overrides: list[Override] | None = None) -> Loaded[Bas
     """Load any spec file, choosing the model from its `kind:`."""
     data, positions = read_mapping(path)
     kind = kind_of(path, data, positions)
-    loaders = {"agent": load_agent, "task": load_task, "script": load_script, "climb": load_climb}
+    loaders = {
+        "agent": load_agent,
+        "task": load_task,
+        "script": load_script,
+        "climb": load_climb,
+        "persona": load_persona,
+    }
     loader = loaders.get(kind)
     if loader is not None:
         return loader(path, overrides)
@@ -62,16 +68,17 @@ def load_agent(path: Path, overrides: list[Override] | None = None) -> Loaded[Ag
 
 
 def load_task(path: Path, overrides: list[Override] | None = None) -> Loaded[Task]:
-    """Load a task; files it names (its domain's module, start state, checker code) are resolved
-    against it, and a state file must be JSON."""
+    """Load a task; files it names (its domain's module, start state, checker code, a scripted
+    judge's rules) are resolved against it, and a state file must be JSON."""
     data, positions = read_mapping(path)
     expect_kind(path, data, positions, "task")
     data = apply_overrides(data, overrides or [], positions)
     checks = data.get("checks") if isinstance(data.get("checks"), list) else []
-    file_keys = [("domain",), ("start", "state_file"), ("start", "state_db")]
-    file_keys += [
-        ("checks", i, "file") for i, check in enumerate(checks) if isinstance(check, dict)
-    ]
+    file_keys: list[PathKey] = [("domain",), ("start", "state_file"), ("start", "state_db")]
+    file_keys.append(("persona", "model", "script"))  # an inline persona's
+    for i, check in enumerate(checks):
+        if isinstance(check, dict):  # checker code, and a judge's rules file
+            file_keys += [("checks", i, "file"), ("checks", i, "model", "script")]
     for keys in file_keys:
         resolve_file(path, data, keys, positions)
     task = validate(Task, data, positions, path)
@@ -106,8 +113,10 @@ def load_climb(path: Path, overrides: list[Override] | None = None) -> Loaded[Cl
     return Loaded(validate(Climb, data, positions, path), path, positions)
 
 
-def load_persona(path: Path) -> Loaded[Persona]:
-    """Load a persona file."""
+def load_persona(path: Path, overrides: list[Override] | None = None) -> Loaded[Persona]:
+    """Load a persona file; a scripted model's rules file is resolved against it."""
     data, positions = read_mapping(path)
     expect_kind(path, data, positions, "persona")
+    data = apply_overrides(data, overrides or [], positions)
+    resolve_file(path, data, ("model", "script"), positions)
     return Loaded(validate(Persona, data, positions, path), path, positions)

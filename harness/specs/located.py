@@ -206,7 +206,7 @@ def read_yaml(path: Path) -> tuple[Any, Positions]:
             seen = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
         if seen is not None and key in cache and cache[key][0] == seen:
             _, text, data = cache[key]  # its name is worked out only if a position is asked for
-            return copy_data(data), Positions(lambda: _positions(text, display(path)))
+            return copy_data(data), Positions(lambda: text_positions(text, display(path)))
     source = display(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -218,7 +218,7 @@ def read_yaml(path: Path) -> tuple[Any, Positions]:
     if cache is not None and seen is not None:
         cache[key] = (seen, text, data)
         data = copy_data(data)
-    return data, Positions(lambda: _positions(text, source))
+    return data, Positions(lambda: text_positions(text, source))
 
 
 def parse_yaml(text: str, source: str) -> Any:
@@ -269,7 +269,8 @@ def _yaml_problem(exc: yaml.YAMLError, text: str, source: str) -> SpecError:
     return SpecError.at(Location(source, line, col), "", f"invalid YAML: {message}")
 
 
-def _positions(text: str, source: str) -> dict[PathKey, Location]:
+def text_positions(text: str, source: str) -> dict[PathKey, Location]:
+    """The position of every key and list item of a valid YAML (or JSON) text."""
     return {
         keys: Location(source, mark.line + 1, mark.column + 1) for keys, mark in key_marks(text)
     }

@@ -15,6 +15,7 @@ from harness.specs.kinds import expect_kind, read_mapping
 from harness.specs.located import (
     Location,
     PathKey,
+    Positions,
     SpecError,
     built_once,
     command_memo,
@@ -22,6 +23,7 @@ from harness.specs.located import (
     display,
     format_path,
     nearest,
+    text_positions,
 )
 from harness.specs.overrides import deep_merge
 
@@ -112,6 +114,21 @@ def _read_json(path: Path) -> Any:
     except json.JSONDecodeError as exc:
         where = Location(display(path), exc.lineno, exc.colno)
         raise SpecError.at(where, "", f"invalid JSON: {exc.msg}") from None
+
+
+def json_positions(path: Path) -> Positions:
+    """The position of every key and list item of a JSON file, found when first asked for (only
+    a problem needs them): JSON is written in YAML's flow style, so YAML's events give them.
+    A file they cannot be found in (unreadable, or JSON that YAML reads otherwise) has none,
+    and a problem in it is put at its start."""
+
+    def find() -> dict[PathKey, Location]:
+        try:
+            return text_positions(path.read_text(encoding="utf-8"), display(path))
+        except Exception:  # libyaml raises several types; positions are a help, not a need
+            return {}
+
+    return Positions(find)
 
 
 def spec_files(paths: list[Path]) -> list[Path]:

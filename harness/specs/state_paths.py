@@ -12,13 +12,17 @@ fields) is accepted: only a field the model surely lacks is reported.
 from __future__ import annotations
 
 import collections.abc
+import datetime
 import functools
+import json
 import re
 import threading
 import typing
-from typing import Any
+from collections.abc import Iterator
+from typing import Annotated, Any
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from harness.specs.validation import is_model, suggestion, union_members, unwrap
 
@@ -84,6 +88,104 @@ def unknown_state_field(model: type[BaseModel], path: str) -> str | None:
     return None
 
 
+def wrong_state_values(model: type[BaseModel], path: str, expected: Any) -> list[WrongValue]:
+    """Where a value a check expects at `path` in a state of `model` can never equal what the
+    state holds: a value the field's type refuses (a `Literal` outside its values, a string for
+    a number), as (keys inside `expected`, message). A mapping is partial (it names only the
+    keys it expects); any other value, lists included, is compared whole. A field the model
+    lacks is `unknown_state_field`'s to report; a type that cannot be followed is accepted."""
+    try:
+        steps = _steps(parse_jsonpath(path))
+    except Exception:  # jsonpath-ng raises several types; the check reports a bad path itself
+        return []
+    current: Any = model
+    try:
+        for step in steps:
+            current = _follow(current, step)
+            if current is None:
+                return []
+    except _Unknown:
+        return []
+    return list(_wrong_values(current, expected, ()))
+
+
+WrongValue = tuple[tuple[str | int, ...], str]
+"""Keys inside an expected value, and why the state can never hold what they lead to."""
+
+
+def _wrong_values(tp: Any, expected: Any, keys: tuple[str | int, ...]) -> Iterator[WrongValue]:
+    """The values below `expected` (written where the state holds a `tp`) that `tp` refuses."""
+    one = _one_type(tp)
+    if isinstance(expected, dict):
+        if one is None:
+            return  # `Any`, or a union: a partial mapping cannot tell which member
+        if is_model(one):
+            fields = {info.alias or name: info for name, info in one.model_fields.items()}
+            fields |= dict(one.model_fields)
+            for key, value in expected.items():
+                if key in fields:  # an unknown one is `unknown_state_field`'s
+                    yield from _wrong_values(field_type(fields[key]), value, (*keys, key))
+            return
+        if typing.get_origin(one) in MAPPINGS:
+            inner = _value_type(one)
+            for key, value in expected.items() if inner is not None else ():
+                yield from _wrong_values(inner, value, (*keys, key))
+            return
+    refused = _refused(tp, expected)
+    if refused is not None:
+        yield (*keys, *refused[0]), refused[1]
+
+
+def _refused(tp: Any, expected: Any) -> WrongValue | None:
+    """Why the state can never hold `expected` where it holds a `tp`, with the keys inside
+    `expected` at fault; None when it can. The state is JSON: a value is taken as JSON gives it
+    (strictly: no string for a number), unless the field's lax reading equals it (`1.0` for an
+    int compares equal at run time)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from harness.matching import partial_mismatches
+    from harness.specs.validation import error_message
+
+    if isinstance(expected, datetime.date):  # YAML reads 2026-11-20 as a date
+        iso = expected.isoformat()
+        return (), f"a YAML date never equals the state's JSON text; quote it: '{iso}'"
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(tp)
+        text = json.dumps(expected, default=str)
+    except Exception:  # a type pydantic cannot build alone: not judged
+        return None
+    try:
+        adapter.validate_json(text, strict=True)
+        return None
+    except ValidationError as exc:
+        errors = exc.errors()
+    if any(e["type"] == "extra_forbidden" for e in errors):
+        return None  # an unknown field inside: `unknown_state_field` reports it, first
+    try:
+        lax = adapter.dump_python(adapter.validate_python(expected), mode="json", by_alias=True)
+        if not partial_mismatches(expected, lax):
+            return None
+    except ValidationError:
+        pass
+    error = errors[0]
+    keys = _keys_in(expected, tuple(error["loc"]))
+    if error["type"] == "missing":  # name the missing field; its parent has the position
+        keys += (error["loc"][-1],)
+    return keys, error_message(error, tp)
+
+
+def _keys_in(value: Any, loc: tuple[Any, ...]) -> tuple[str | int, ...]:
+    """The part of a pydantic error location that indexes into `value` (union tags dropped)."""
+    keys: list[str | int] = []
+    for part in loc:
+        inside = isinstance(value, dict) and part in value
+        inside |= isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value)
+        if inside:
+            value = value[part]
+            keys.append(part)
+    return tuple(keys)
+
+
 def _steps(expr: Any) -> list[Any]:
     """The steps of a path from the root, in order; a step that cannot be followed comes last."""
     from jsonpath_ng import jsonpath
@@ -124,7 +226,12 @@ def _fields(model: type[BaseModel], names: tuple[str, ...]) -> Any:
         if name not in by_name and model.model_config.get("extra") != "allow":
             known = [info.alias or field for field, info in model.model_fields.items()]
             raise _Unknown(f"unknown state field '{name}'; {suggestion(name, known)}")
-    return by_name[names[0]].annotation if len(names) == 1 and names[0] in by_name else None
+    return field_type(by_name[names[0]]) if len(names) == 1 and names[0] in by_name else None
+
+
+def field_type(info: FieldInfo) -> Any:
+    """A field's type with its constraints (`ge=0` on a price), as a `TypeAdapter` takes it."""
+    return Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
 
 
 def _one_type(tp: Any) -> Any:

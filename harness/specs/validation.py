@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from harness.secrets import redact
+from harness.specs.agent import missing_scripts
 from harness.specs.located import (
     Location,
     PathKey,
@@ -36,8 +37,11 @@ def validate(
     data: Any,
     positions: Mapping[PathKey, Location],
     source: Path,
+    warn: bool = True,
 ) -> M:
-    """Validate data against a spec model, turning every error into a located one-line problem."""
+    """Validate data against a spec model, turning every error into a located one-line problem;
+    with `warn`, print what is valid but suspect (`rule_warnings`); a spec validated again (a
+    persona under a `--set`) was warned about when its file was loaded."""
     try:
         spec = model.model_validate(data)
     except ValidationError as exc:
@@ -47,12 +51,21 @@ def validate(
             keys = _data_path(data, tuple(error["loc"]))
             problems.append(
                 Problem(
-                    nearest(positions, keys, default), format_path(keys), _message(error, model)
+                    nearest(positions, keys, default),
+                    format_path(keys),
+                    error_message(error, model),
                 )
             )
         problems.sort(key=lambda p: (p.location.line or 0, p.location.col or 0))
         raise SpecError(problems) from None
-    print_warnings(rule_warnings(spec), positions, source)
+    missing = missing_scripts(spec)  # files no loader resolved (a command line's, a DAG's)
+    if missing:
+        where = Location(display(source), 1, 1)
+        raise SpecError(
+            [Problem(nearest(positions, keys, where), format_path(keys), m) for keys, m in missing]
+        )
+    if warn:
+        print_warnings(rule_warnings(spec), positions, source)
     return spec
 
 
@@ -117,7 +130,9 @@ def _is_union_tag(current: Any, part: Any) -> bool:
     return isinstance(current, dict) and part in (current.get("kind"), "inline")
 
 
-def _message(error: Any, model: type[BaseModel]) -> str:
+def error_message(error: Any, model: Any) -> str:
+    """One pydantic error as the words of a problem line; `model` (a model or a type holding
+    models) names the fields an unknown one may have meant."""
     kind = error["type"]
     if kind == "extra_forbidden":
         unknown = str(error["loc"][-1])

@@ -10,6 +10,7 @@ from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Finding
 from harness.jsontext import first_json
 from harness.specs.checks import CheckBase, References
+from harness.specs.located import PathKey
 from harness.transcript import Transcript
 
 
@@ -45,7 +46,25 @@ class JsonSchemaCheck(CheckBase):
         return self
 
     def references(self) -> References:
-        return References(tools={("tool",): self.tool} if self.tool is not None else {})
+        if self.tool is None:
+            return References()
+        return References(tools={("tool",): self.tool}, tool_parameters=self._parameters(self.tool))
+
+    def _parameters(self, tool: str) -> dict[PathKey, tuple[str, str]]:
+        """The tool's parameters the schema names at its top level: its `properties` and the
+        names it lists as `required` (a typo there makes every call fail the check)."""
+        named: dict[PathKey, tuple[str, str]] = {}
+        properties = self.schema_.get("properties")
+        if isinstance(properties, dict):
+            named |= {("schema", "properties", name): (tool, name) for name in properties}
+        required = self.schema_.get("required")
+        if isinstance(required, list):
+            named |= {
+                ("schema", "required", i): (tool, name)
+                for i, name in enumerate(required)
+                if isinstance(name, str)
+            }
+        return named
 
 
 @register_check(JsonSchemaCheck)

@@ -74,6 +74,32 @@ class PythonCheck(CheckBase):
 
 VERINSTRUCT = "check_following"
 
+CHECK_INPUT = f"""What a `python` check's function is called with, in a sandbox (standard library \
+only, no network, within timeout_s and memory_mb). `check(transcript)`, and any `function:` \
+other than `{VERINSTRUCT}`, gets one argument: the episode's transcript as JSON data (dicts and \
+lists), every field present, as this schema describes (e.g. transcript["messages"][-1]["content"], \
+transcript["final_state"]). VerInstruct's `{VERINSTRUCT}(instruction, response)` gets two \
+strings instead: the task's scenario.instructions (scenario.reason when it has none) and the \
+agent's final reply (its last non-empty assistant message; "" when there is none). Either \
+returns a bool, a score in [0, 1] (passing from `threshold`), or a pair (bool or score, reason)."""
+
+
+def check_input_schema() -> dict[str, Any]:
+    """The JSON Schema of the transcript a check receives, for those who write checkers: the
+    Transcript as `arguments` serialises it, where every field is present (defaults too), with
+    `CHECK_INPUT` as its description."""
+    schema = Transcript.model_json_schema(mode="serialization")
+    for model in [schema, *schema.get("$defs", {}).values()]:
+        if "properties" in model:
+            model["required"] = list(model["properties"])
+    schema.pop("description", None)
+    head = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "python check input",
+        "description": CHECK_INPUT,
+    }
+    return {**head, **{key: value for key, value in schema.items() if key != "title"}}
+
 
 def arguments(spec: PythonCheck, transcript: Transcript, context: CheckContext) -> list[Any]:
     """`check(transcript)` gets the transcript as JSON data; VerInstruct's

@@ -68,8 +68,12 @@ class StateCheck(CheckBase):
 
     def references(self) -> References:
         if self.path is not None:
-            return References(state_paths={("path",): self.path})
-        return References(state_paths=dict(_key_paths(self.expect or {}, ())))
+            equals = {("equals",): (self.path, self.equals)} if self.exists is None else {}
+            return References(state_paths={("path",): self.path}, state_values=equals)
+        return References(
+            state_paths=dict(_key_paths(self.expect or {}, ())),
+            state_values={("expect",): ("$", self.expect)},
+        )
 
 
 def _key_paths(value: Any, keys: PathKey) -> Iterator[tuple[PathKey, str]]:

@@ -36,7 +36,10 @@ class ToolCalledCheck(CheckBase):
         return self
 
     def references(self) -> References:
-        return References(tools={("tool",): self.tool})
+        return References(
+            tools={("tool",): self.tool},
+            tool_parameters={("args", name): (self.tool, name) for name in self.args},
+        )
 
 
 @register_check(ToolCalledCheck)
