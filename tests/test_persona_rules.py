@@ -197,6 +197,31 @@ def test_validate_warns_about_turn_1_in_a_task_that_gives_the_first_message(
     assert code == 0 and err == []
 
 
+def test_a_persona_file_with_turn_1_is_warned_about_at_the_task_that_opens_first(
+    cli, tmp_path: Path
+) -> None:
+    (tmp_path / "personas").mkdir()
+    (tmp_path / "personas" / "eager.yaml").write_text(
+        "kind: persona\nname: eager\nmodel: scripted\nscripted_turns:\n"
+        "  - when: {turn: 1}\n    reply: First!\n  - reply: Hello? ###STOP###\n"
+    )
+    task = yaml.safe_load((ROOT / "tasks" / "support" / "order-status.yaml").read_text())
+    task["persona"] = "eager"
+    task["start"]["state_file"] = str(ROOT / "tasks" / "support" / "data" / "desk.json")
+    assert task["start"].get("first_message")
+    (tmp_path / "tasks").mkdir()
+    path = tmp_path / "tasks" / "eager-task.yaml"
+    path.write_text(yaml.safe_dump(task, sort_keys=False))
+    code, _, err = validate(cli, path)
+    assert code == 0
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if "persona:" in text)
+    assert [e for e in err if "turn" in e] == [
+        f"{display(path)}:{line}:1: warning: persona.scripted_turns[0].when.turn: never "
+        "fires: the task's opening user messages (`start.first_message`, `start.history`) are "
+        "the persona's turn 1, so its first scripted reply is turn 2"
+    ]
+
+
 def test_validate_suggests_the_explicit_names_for_history_and_user(cli, tmp_path: Path) -> None:
     path = tmp_path / "vague.yaml"
     path.write_text(

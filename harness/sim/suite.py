@@ -28,11 +28,11 @@ from harness.specs.located import (
     under,
 )
 from harness.specs.overrides import Override, apply_overrides
-from harness.specs.persona import Persona
+from harness.specs.persona import Persona, turn_warnings
 from harness.specs.references import json_positions, spec_files
 from harness.specs.state_paths import unknown_state_field, wrong_state_values
 from harness.specs.task import Task
-from harness.specs.validation import suggestion, validate
+from harness.specs.validation import first_turn, print_warnings, suggestion, validate
 
 
 @dataclass
@@ -173,6 +173,9 @@ def _load_suite(
                 raise SpecError([duplicate_id(loaded, seen_ids[task.id])])
             seen_ids[task.id] = loaded
             persona = _persona(loaded, personas_dir, persona_cache, folders)
+            if not isinstance(task.persona, Persona):  # a persona file: its turns in this task
+                late = turn_warnings(persona, ("persona",), first_turn(task))
+                print_warnings(late, loaded.positions, loaded.path)
             if persona_overrides:  # each problem located at its `--set`
                 written: dict[PathKey, Location] = {}
                 data = apply_overrides(persona.model_dump(mode="json"), persona_overrides, written)

@@ -152,18 +152,9 @@ def persona_warnings(
     in the task that plays it (2 after a `first_message`; see `PersonaWhen.turn`)."""
     at = (*where, "scripted_turns")
     warnings = never_firing(persona.scripted_turns, at, sees_tools=False)
+    warnings += turn_warnings(persona, where, first_turn)
     for index, rule in enumerate(persona.scripted_turns):
         when = rule.when
-        if when.turn is not None and when.turn < first_turn:
-            opening = "turn 1" if first_turn == 2 else f"turns 1 to {first_turn - 1}"
-            warnings.append(
-                (
-                    (*at, index, "when", "turn"),
-                    f"never fires: the task's opening user messages (`start.first_message`, "
-                    f"`start.history`) are the persona's {opening}, so its first scripted reply "
-                    f"is turn {first_turn}",
-                )
-            )
         if when.history is not None:
             warnings.append(
                 (
@@ -181,3 +172,23 @@ def persona_warnings(
                 )
             )
     return sorted(warnings, key=lambda warning: warning[0][len(at)])
+
+
+def turn_warnings(
+    persona: Persona, where: PathKey = (), first_turn: int = 1
+) -> list[tuple[PathKey, str]]:
+    """The scripted turns of a persona that ask for a turn before its first reply in a task
+    (`first_turn`: 2 after a `first_message`), so never fire there."""
+    warnings = []
+    opening = "turn 1" if first_turn == 2 else f"turns 1 to {first_turn - 1}"
+    for index, rule in enumerate(persona.scripted_turns):
+        if rule.when.turn is not None and rule.when.turn < first_turn:
+            warnings.append(
+                (
+                    (*where, "scripted_turns", index, "when", "turn"),
+                    f"never fires: the task's opening user messages (`start.first_message`, "
+                    f"`start.history`) are the persona's {opening}, so its first scripted reply "
+                    f"is turn {first_turn}",
+                )
+            )
+    return warnings

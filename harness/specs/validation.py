@@ -82,11 +82,15 @@ def rule_warnings(spec: BaseModel) -> list[tuple[PathKey, str]]:
     if isinstance(spec, Persona):
         return persona_warnings(spec)
     if isinstance(spec, Task) and isinstance(spec.persona, Persona):
-        # The task's opening user messages are the persona's first turns (`PersonaWhen.turn`).
-        opening = sum(message.role == "user" for message in spec.start.history)
-        first_turn = 1 + opening + (spec.start.first_message is not None)
-        return persona_warnings(spec.persona, ("persona",), first_turn)
+        return persona_warnings(spec.persona, ("persona",), first_turn(spec))
     return []
+
+
+def first_turn(task: Any) -> int:
+    """The turn of a task's persona's first scripted reply: the task's opening user messages
+    are the persona's first turns (`PersonaWhen.turn`)."""
+    opening = sum(message.role == "user" for message in task.start.history)
+    return 1 + opening + (task.start.first_message is not None)
 
 
 def print_warnings(
