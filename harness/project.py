@@ -117,22 +117,27 @@ def use_project_of(path: Path | None) -> None:
         _start = _searched
 
 
+def _shown(path: Path) -> Path:
+    """A path relative to the working folder when inside it (`specs.located.display`, which
+    this core module cannot import without a cycle through the registry)."""
+    resolved, cwd = path.resolve(), Path.cwd().resolve()
+    return resolved.relative_to(cwd) if resolved.is_relative_to(cwd) else resolved
+
+
 def where_looked() -> str:
     """Which project file was read and its plug-ins, or where none was found: for a message
     about a name that nothing registered, which a plug-in of some project may define."""
-    from harness.specs.located import display
-
     project = find_project()
     if project.source is not None:
         plugins = ", ".join(project.plugins) or "none"
-        return f"read project file {display(project.source)} (plugins: {plugins})"
+        return f"read project file {_shown(project.source)} (plugins: {plugins})"
     cwd = Path.cwd().resolve()
     if _searched is None:
         folders = "the working folder or any folder above it"
     elif _searched.is_relative_to(cwd):  # the working folder is above it
-        folders = f"{display(_searched)} or any folder above it"
+        folders = f"{_shown(_searched)} or any folder above it"
     else:
-        folders = f"the working folder, {display(_searched)}, or any folder above them"
+        folders = f"the working folder, {_shown(_searched)}, or any folder above them"
     return f"no project file ({PROJECT_FILE}, or [tool.harness] in pyproject.toml) in {folders}"
 
 
