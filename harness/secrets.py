@@ -1,8 +1,9 @@
 """Keep API keys out of everything the harness writes: errors, logs, stores, traces, reports.
 
 Keys are only ever handed to SDK clients. Anything that becomes text the harness keeps passes
-through `redact`, which removes the values of secret-looking environment variables and strings
-shaped like common API keys.
+through `redact`, which removes the values of secret-looking environment variables, of every
+variable a model reads its key from (`api_key_env`, whatever its name), and strings shaped like
+common API keys.
 """
 
 from __future__ import annotations
@@ -32,9 +33,21 @@ def mask_url_passwords(text: str) -> str:
     return QUERY_PASSWORD.sub(rf"\1{MASK}", URL_PASSWORD.sub(rf"\1{MASK}@", text))
 
 
+DECLARED: set[str] = set()
+"""Variables declared secret whatever their names: every model's `api_key_env`."""
+
+
+def declare_secret_env(name: str) -> None:
+    """Treat the variable `name` as a secret from now on: a key read through a model's
+    `api_key_env` is a secret even when the name says nothing (`VLLM_AUTH`)."""
+    DECLARED.add(name)
+
+
 def secret_values(extra_names: tuple[str, ...] = ()) -> list[str]:
-    """Values of environment variables that look like secrets (longest first)."""
-    return list(_secret_values(tuple(os.environ.items()), extra_names))
+    """Values of environment variables that look like secrets or were declared so (longest
+    first)."""
+    names = tuple(sorted(DECLARED.union(extra_names)))
+    return list(_secret_values(tuple(os.environ.items()), names))
 
 
 @lru_cache(maxsize=8)  # the environment rarely changes; every stored row is redacted

@@ -1,5 +1,8 @@
-"""Where the results store lives: a SQLite file (the default), or a PostgreSQL database named
-by a `postgresql://` URL, so that runners on several machines share one history.
+"""Where the results store lives: a SQLite file (the default, a path or `sqlite:///PATH`), or a
+PostgreSQL database named by a `postgresql://` URL, so that runners on several machines share
+one history. Any other URL, a `file:` URI or an in-memory database is refused: taken as a path,
+`mysql://u:pw@h/db` would create a folder `mysql:` and print the password, and a store in
+memory would lose every result when the command ends.
 
 Kept apart from `harness.store` and light, so that the command line can parse
 `--store` and `$HARNESS_STORE` without loading the store or a database driver.
@@ -8,12 +11,16 @@ Kept apart from `harness.store` and light, so that the command line can parse
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.secrets import mask_url_passwords
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+SQLITE_SCHEME = "sqlite:///"
+URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")
+IN_MEMORY = ":memory:"
 ENV_VAR = "HARNESS_STORE"
 """The environment variable that names the store when `--store` is not given."""
 
@@ -27,10 +34,34 @@ class StoreLocation:
 
     @classmethod
     def of(cls, value: StoreTarget) -> StoreLocation:
-        """A location from what a caller holds: a location, a path, or the text of `--store`."""
+        """A location from what a caller holds: a location, a path, or the text of `--store`
+        (checked by `parse`: a path object is always a file)."""
         if isinstance(value, StoreLocation):
             return value
+        if isinstance(value, str):
+            return cls.parse(value)
         return cls(os.fspath(value))
+
+    @classmethod
+    def parse(cls, text: str) -> StoreLocation:
+        """The location `--store` or `$HARNESS_STORE` names. Anything that is neither a file nor
+        a PostgreSQL database is `BadStoreTarget`, whose message names the scheme only, never
+        the rest of the URL (which may hold a password)."""
+        if text.lower().startswith(POSTGRES_SCHEMES):
+            return cls(text)
+        path = text[len(SQLITE_SCHEME) :] if text.lower().startswith(SQLITE_SCHEME) else text
+        scheme = URL_SCHEME.match(path)
+        if scheme:
+            raise BadStoreTarget(
+                f"{scheme.group(1)}:// is not a results store: give a file path, "
+                "sqlite:///PATH or postgresql://USER@HOST/DB"
+            )
+        if path.lower().startswith("file:"):
+            raise BadStoreTarget("a file: URI is not a results store: give the file's path")
+        if path.strip() in ("", IN_MEMORY):
+            what = "an in-memory database" if path.strip() else "an empty path"
+            raise BadStoreTarget(f"{what} is not a results store: results would be lost")
+        return cls(path)
 
     @property
     def is_postgres(self) -> bool:
@@ -50,6 +81,10 @@ class StoreLocation:
 
     def __str__(self) -> str:
         return mask_url_passwords(self.target) if self.is_postgres else self.target
+
+
+class BadStoreTarget(ValueError):
+    """`--store` names something that is not a results store (bad input, exit 2)."""
 
 
 StoreTarget = StoreLocation | str | os.PathLike[str]

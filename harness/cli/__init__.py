@@ -5,7 +5,7 @@ prints, importing heavy modules inside the command so that `harness --help` stay
 from __future__ import annotations
 
 import gc
-from typing import Any
+from typing import Annotated, Any
 
 # A command builds many objects that live until it ends (modules, a loaded suite, transcripts).
 # At Python's default young-generation threshold (700) a 2,000-call run collected about 600
@@ -55,7 +55,21 @@ app = typer.Typer(
 
 
 @app.callback()
-def _command(ctx: typer.Context) -> None:
+def _command(
+    ctx: typer.Context,
+    secret_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--secret-env",
+            metavar="NAME",
+            help="Also mask the value of this environment variable everywhere (repeatable).",
+        ),
+    ] = None,
+) -> None:
+    from harness.secrets import declare_secret_env
+
+    for name in secret_env or []:
+        declare_secret_env(name)
     # Every command reads each YAML file once, however many steps look at it.
     from harness.project import use_project_of
     from harness.specs.located import read_once

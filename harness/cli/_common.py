@@ -14,7 +14,7 @@ import typer
 from harness.imports import UnresolvedReference
 from harness.project import ProjectError
 from harness.registry import DuplicateEntry
-from harness.store_location import ENV_VAR, StoreLocation
+from harness.store_location import ENV_VAR, BadStoreTarget, StoreLocation
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -23,13 +23,24 @@ if TYPE_CHECKING:
     from harness.pipeline.runner import Outcome
     from harness.store import Store
 
+
+def store_option(value: str | StoreLocation) -> StoreLocation:
+    """`--store` (or `$HARNESS_STORE`) as a location; one that is not a store is one line and
+    exit 2 here, while parsing, before any command creates a folder or prints the value."""
+    try:
+        return StoreLocation.of(value)
+    except BadStoreTarget as exc:
+        fail(f"harness: --store: {exc}")
+
+
 StoreOpt = Annotated[
     StoreLocation,
     typer.Option(
-        parser=StoreLocation.of,
+        parser=store_option,
         metavar="FILE|URL",
         envvar=ENV_VAR,
-        help="Results store: a SQLite file, or a PostgreSQL URL postgresql://USER@HOST/DB.",
+        help="Results store: a SQLite file (PATH or sqlite:///PATH), or a PostgreSQL URL"
+        " postgresql://USER@HOST/DB.",
     ),
 ]
 CacheOpt = Annotated[Path, typer.Option(help="Response cache file.")]

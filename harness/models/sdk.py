@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from harness.defaults import MODEL_TIMEOUT_S
 from harness.models.base import ModelError, ProviderPolicy
 from harness.models.errors import from_status
+from harness.secrets import declare_secret_env
 from harness.specs.agent import ModelRef
 
 
@@ -42,6 +43,7 @@ def api_key(ref: ModelRef, default_env: str) -> str:
     """The key a model reference names (by environment variable, never by value). A local
     OpenAI-compatible server may need none."""
     env = ref.api_key_env or default_env
+    declare_secret_env(env)  # also where the reference was unpickled, not validated (a worker)
     key = os.environ.get(env)
     if key is None and ref.base_url is None:
         raise ModelError(f"{ref.id}: set {env} (or give base_url for a local server)")

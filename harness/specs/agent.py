@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from harness.imports import module_file
+from harness.secrets import declare_secret_env
 from harness.specs.base import Shorthand, Spec
 from harness.specs.located import PathKey
 from harness.transcript import ToolSpec
@@ -60,6 +61,14 @@ class ModelRef(Shorthand):
     def _script_only_for_scripted(self) -> ModelRef:
         if self.script is not None and self.id != "scripted":
             raise ValueError("'script' is only allowed with id 'scripted'")
+        return self
+
+    @model_validator(mode="after")
+    def _key_env_is_secret(self) -> ModelRef:
+        """The variable that holds the key is secret, whatever its name, from the moment a
+        spec names it: redacted in the store, traces, reports and errors."""
+        if self.api_key_env:
+            declare_secret_env(self.api_key_env)
         return self
 
 

@@ -40,6 +40,9 @@ PORT = re.compile(r"\d+(,\d+)*")
 BAD_OPTION = re.compile(r"invalid .*value")
 """libpq's words for an option value it refuses before connecting (a port that is no number,
 an unknown sslmode): the URL is wrong, not the server."""
+UNKNOWN_HOST = re.compile(r"failed to resolve host|could not translate host name")
+"""libpq's words for a host name that names no machine: a mistyped URL (bad input, exit 2),
+not a server that is down (exit 3)."""
 
 
 class StoreUnavailable(Exception):
@@ -77,13 +80,15 @@ def connect(location: StoreLocation) -> psycopg.Connection[Any]:
     port = str(params.get("port") or 5432)
     if not PORT.fullmatch(port):  # psycopg would look the host up first, and say that failed
         raise SpecError.at(where, "", f"not a PostgreSQL URL: port {port!r} is not a number")
+    if not all(0 < int(number) < 65536 for number in port.split(",")):
+        raise SpecError.at(where, "", f"not a PostgreSQL URL: port {port!r} is out of range")
     params.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
     params.setdefault("application_name", "harness")
     try:
         return psycopg.connect(**params, autocommit=True, row_factory=dict_row)
     except psycopg.Error as exc:
         reason = _reason(exc, str(params.get("password") or ""))
-        if BAD_OPTION.search(reason):
+        if BAD_OPTION.search(reason) or UNKNOWN_HOST.search(reason):
             raise SpecError.at(where, "", f"not a PostgreSQL URL: {reason}") from None
         message = f"{location}: cannot connect to the results store: {reason}"
         raise StoreUnavailable(message) from None
