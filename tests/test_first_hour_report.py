@@ -121,7 +121,7 @@ def test_the_viewer_pairs_only_runs_that_share_a_task(store: Store) -> None:
     previous = {line.info.id: line.previous for line in run_lines(store)}
     assert previous == {again: first_run, elsewhere: None, first_run: None}
 
-    client = TestClient(make_app(store.path))
+    client = TestClient(make_app(store.path, port=80), base_url="http://127.0.0.1")
     index = client.get("/")
     assert index.status_code == 200
     assert f"/runs/{first_run}?against={again}" in index.text

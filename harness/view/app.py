@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
@@ -19,6 +20,7 @@ from harness.report.html.tasks import RunTasks, run_tasks
 from harness.report.html.trends import trends
 from harness.store import RunInfo, Store
 from harness.store_location import StoreLocation, StoreTarget
+from harness.view.guard import LocalOnly, SecurityHeaders, allowed_hosts, content_security_policy
 from harness.view.pages import run_lines, search
 
 
@@ -37,8 +39,9 @@ class TaskCache:
             return self._tasks[info.id]
 
 
-def make_app(target: StoreTarget) -> Starlette:
-    """The viewer over one results store."""
+def make_app(target: StoreTarget, *, port: int) -> Starlette:
+    """The viewer over one results store, answering only requests addressed to this machine on
+    `port`, the port it is served on (a DNS-rebinding page's Host is refused)."""
     location = StoreLocation.of(target)
     tasks = TaskCache()
 
@@ -104,5 +107,9 @@ def make_app(target: StoreTarget) -> Starlette:
             Route("/", with_store(index), methods=["GET"]),
             Route("/runs/{run_id}", with_store(run_page), methods=["GET"]),
             Route("/episodes", with_store(episodes), methods=["GET"]),
-        ]
+        ],
+        middleware=[
+            Middleware(SecurityHeaders, policy=content_security_policy()),
+            Middleware(LocalOnly, hosts=allowed_hosts(port)),
+        ],
     )

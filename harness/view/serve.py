@@ -24,10 +24,13 @@ def bind(port: int) -> socket.socket:
 
 
 def serve(store: StoreTarget, sock: socket.socket) -> None:
-    """Serve the viewer on the socket until interrupted (Ctrl-C)."""
+    """Serve the viewer on the socket until interrupted (Ctrl-C); it answers only requests
+    whose Host is this machine on the socket's port."""
     import uvicorn
 
     from harness.view.app import make_app
 
-    config = uvicorn.Config(make_app(store), log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        make_app(store, port=sock.getsockname()[1]), log_level="warning", access_log=False
+    )
     uvicorn.Server(config).run(sockets=[sock])

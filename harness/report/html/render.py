@@ -4,6 +4,8 @@ The report file and the viewer render the same templates."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,17 @@ def environment() -> Environment:
         js=Markup((HERE / "static" / "report.js").read_text()),
     )
     return env
+
+
+def script_hashes() -> list[str]:
+    """The CSP sources (`'sha256-...'`) of the inline scripts the templates render: the one
+    script, `report.js`, inlined whole in `base.html.j2`. The viewer allows only these, so a
+    script that got into a page some other way does not run."""
+    scripts = [str(environment().globals["js"])]
+    return [
+        "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+        for text in scripts
+    ]
 
 
 def render(template: str, **context: Any) -> str:
