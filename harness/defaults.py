@@ -40,3 +40,9 @@ YAML_MAX_ALIAS_TEXT = 10_000_000
 """What aliases may add to one YAML file: uses, values and characters (an alias bomb stops)."""
 YAML_MAX_DEPTH = 200
 """Nesting of mappings and sequences in one YAML file."""
+YAML_MAX_BYTES = 50_000_000
+"""Size of one YAML file, checked before it is read (a 5 MB task is large)."""
+MAX_CONCURRENCY = 10_000
+"""Episodes simulated (or graded) at once, at most: each is a task in flight."""
+MAX_TRIALS = 10_000
+"""Episodes per task, at most."""

@@ -111,7 +111,10 @@ def use_project_of(path: Path | None) -> None:
     _start = _searched = None
     if path is None or find_project(Path.cwd()).source is not None:
         return
-    path = path.resolve()
+    try:
+        path = path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: the command's own read reports it
+        return
     _searched = path if path.is_dir() else path.parent
     if find_project(_searched).source is not None:
         _start = _searched

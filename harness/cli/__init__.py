@@ -66,8 +66,13 @@ def _command(
         ),
     ] = None,
 ) -> None:
+    from harness.cli._common import fail
+    from harness.grading.sandbox import sandbox_env_problem
     from harness.secrets import declare_secret_env
 
+    problem = sandbox_env_problem()
+    if problem is not None:
+        fail(f"harness: {problem}")
     for name in secret_env or []:
         declare_secret_env(name)
     # Every command reads each YAML file once, however many steps look at it.

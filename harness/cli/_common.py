@@ -3,7 +3,7 @@ options, and the printing of a finished pipeline."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from harness.defaults import MAX_CONCURRENCY, MAX_TRIALS
 from harness.imports import UnresolvedReference
 from harness.project import ProjectError
 from harness.registry import DuplicateEntry
@@ -50,7 +51,34 @@ PricesOpt = Annotated[
 ]
 TimeoutOpt = Annotated[float, typer.Option(min=0.01, help="Seconds per model call.")]
 RetriesOpt = Annotated[int, typer.Option(min=0, help="Retries of a failed model call.")]
-ConcurrencyOpt = Annotated[int, typer.Option(min=1, help="Episodes run at once.")]
+
+
+def bounded(option: str, maximum: int) -> Callable[[int], int]:
+    """A check of a count option between 1 and `maximum`: past it, one line and exit 2 while
+    parsing (a huge count would only fail later, or hold memory per slot)."""
+
+    def check(value: int) -> int:
+        if not 1 <= value <= maximum:
+            fail(f"harness: {option}: expected 1 to {maximum:,}, got {value}")
+        return value
+
+    return check
+
+
+ConcurrencyOpt = Annotated[
+    int,
+    typer.Option(
+        callback=bounded("--concurrency", MAX_CONCURRENCY),
+        help=f"Episodes run at once (1 to {MAX_CONCURRENCY:,}).",
+    ),
+]
+TrialsOpt = Annotated[
+    int,
+    typer.Option(
+        callback=bounded("--trials", MAX_TRIALS),
+        help=f"Episodes per task (1 to {MAX_TRIALS:,}).",
+    ),
+]
 IdsOpt = Annotated[
     list[str] | None, typer.Option("--ids", help="Only these task ids (repeat, or a,b).")
 ]
@@ -154,8 +182,9 @@ def echo_error(message: str) -> None:
 
 
 def fail(message: str) -> NoReturn:
-    """Bad input the command found itself: one line on stderr, exit 2."""
-    echo_error(message)
+    """Bad input the command found itself: one line on stderr, exit 2. A line break in it
+    comes from the input (a path, a store URL), so it is written `\\n`, not cut off."""
+    echo_error(message.replace("\r", "\\r").replace("\n", "\\n"))
     raise typer.Exit(EXIT_BAD_INPUT)
 
 

@@ -20,6 +20,7 @@ from harness.cli._common import (
     SeedOpt,
     StoreOpt,
     TagsOpt,
+    TrialsOpt,
     announce,
     json_stdout,
     make_console,
@@ -41,7 +42,7 @@ def compare(
         list[Path] | None, typer.Option("--tasks", help="Task files or folders.")
     ] = None,
     personas: Annotated[Path | None, typer.Option(help="Personas folder.")] = None,
-    trials: Annotated[int, typer.Option(min=1, help="Episodes per task and variant.")] = 1,
+    trials: TrialsOpt = 1,
     ids: IdsOpt = None,
     tags: TagsOpt = None,
     level: LevelOpt = None,

@@ -10,6 +10,7 @@ import typer
 from harness import defaults
 from harness.cli._common import (
     CacheOpt,
+    ConcurrencyOpt,
     NoCacheOpt,
     PricesOpt,
     RetriesOpt,
@@ -34,9 +35,7 @@ def grade(
             "file's judge_model)."
         ),
     ] = None,
-    concurrency: Annotated[
-        int, typer.Option(min=1, help="Episodes graded at once.")
-    ] = defaults.CONCURRENCY,
+    concurrency: ConcurrencyOpt = defaults.CONCURRENCY,
     cache: CacheOpt = defaults.RESPONSE_CACHE,
     no_cache: NoCacheOpt = False,
     prices: PricesOpt = None,

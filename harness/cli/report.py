@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from harness import defaults
-from harness.cli._common import StoreOpt, user_errors
+from harness.cli._common import StoreOpt, fail, user_errors
 
 
 def report(
@@ -27,7 +27,10 @@ def report(
     file with no outside resource."""
     from harness.pipeline.stored import open_store, stored_run
     from harness.report.html import write_html_report
+    from harness.specs.located import one_line
 
+    if out.is_dir():  # found before the report is built, not as a crash when it is written
+        fail(f"harness report: --out {one_line(str(out))}: a folder; expected an HTML file path")
     with user_errors():
         results = open_store(store)
         try:

@@ -23,6 +23,7 @@ from harness.cli._common import (
     StoreOpt,
     TagsOpt,
     TimeoutOpt,
+    TrialsOpt,
     announce,
     json_stdout,
     parse_model_option,
@@ -44,7 +45,7 @@ def run_eval(
     personas: Annotated[
         Path | None, typer.Option(help="Personas folder (default: nearest personas/ folder).")
     ] = None,
-    trials: Annotated[int, typer.Option(min=1, help="Episodes per task.")] = 1,
+    trials: TrialsOpt = 1,
     ids: IdsOpt = None,
     tags: TagsOpt = None,
     level: LevelOpt = None,

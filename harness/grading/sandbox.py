@@ -62,12 +62,22 @@ def available_backends() -> list[str]:
     return [name for name in BACKENDS if found[name]]
 
 
+def sandbox_env_problem() -> str | None:
+    """What is wrong with `HARNESS_SANDBOX`, if anything: checked when a command starts, so a
+    misspelt backend is bad input at once, not an error in every check of a finished run."""
+    chosen = os.environ.get("HARNESS_SANDBOX", "").strip()
+    if chosen and chosen not in BACKENDS:
+        return f"HARNESS_SANDBOX={chosen!r}: expected one of {', '.join(BACKENDS)}"
+    return None
+
+
 def choose_backend() -> str:
     """`HARNESS_SANDBOX` when set, else the strongest available backend."""
     chosen = os.environ.get("HARNESS_SANDBOX", "").strip()
     if chosen:
-        if chosen not in BACKENDS:
-            raise ValueError(f"HARNESS_SANDBOX={chosen}: expected one of {', '.join(BACKENDS)}")
+        problem = sandbox_env_problem()
+        if problem is not None:
+            raise ValueError(problem)
         return chosen
     return "docker" if docker_available() else "bwrap" if bwrap_available() else UNSANDBOXED
 

@@ -121,7 +121,9 @@ class LocalExecutor:
             )
             return run_episode(spec)
 
-        await asyncio.gather(*(drain(jobs, episode) for _ in range(setup.concurrency)))
+        # No more slots than episodes: each is a task held in memory while it waits.
+        slots = max(min(setup.concurrency, len(jobs.todo)), 1)
+        await asyncio.gather(*(drain(jobs, episode) for _ in range(slots)))
 
 
 def check_executor(name: str, where: str = "--executor") -> None:

@@ -245,5 +245,8 @@ class RayExecutor:
 
             return play
 
-        slots = [on(worker) for worker in pool.workers for _ in range(setup.concurrency)]
+        # No more slots than episodes, spread over the workers: each slot is a task in memory.
+        share = -(-len(jobs.todo) // max(len(pool.workers), 1))
+        per_worker = max(min(setup.concurrency, share), 1)
+        slots = [on(worker) for worker in pool.workers for _ in range(per_worker)]
         await asyncio.gather(*(drain(jobs, play) for play in slots))

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from harness.defaults import MAX_TRIALS
 from harness.specs.agent import ModelRef
 from harness.specs.base import Spec
 from harness.specs.wandb import WandbTarget
@@ -117,7 +118,9 @@ class Climb(Spec):
         "`judge_model`; with none, a climb whose tasks need a judge stops before it plays).",
     )
     tasks: ClimbTasks = Field(description="The tasks and their train/validation split.")
-    trials: int = Field(default=1, ge=1, description="Episodes per task and variant.")
+    trials: int = Field(
+        default=1, ge=1, le=MAX_TRIALS, description="Episodes per task and variant."
+    )
     minibatch: int = Field(
         default=3, ge=1, description="Train tasks a proposal is tried on before the full train set."
     )

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import copy
 import datetime
+import os
+import re
+import stat
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +24,7 @@ from yaml.parser import ParserError
 from yaml.reader import ReaderError
 from yaml.scanner import ScannerError
 
+from harness.defaults import YAML_MAX_BYTES, YAML_MAX_DEPTH
 from harness.secrets import redact
 from harness.specs.yaml_events import Builder, DataProblem, key_marks
 
@@ -36,9 +40,16 @@ class Location:
     col: int | None = None
 
     def __str__(self) -> str:
+        source = one_line(self.source)  # a newline in a file name must not split the error
         if self.line is None:
-            return self.source
-        return f"{self.source}:{self.line}:{self.col}"
+            return source
+        return f"{source}:{self.line}:{self.col}"
+
+
+def one_line(text: str) -> str:
+    """Text with its line breaks written as `\\n` / `\\r`, so that an error quoting it (a
+    file or store path) stays one line."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 @dataclass(frozen=True)
@@ -75,7 +86,7 @@ def display(path: Path) -> str:
     """A path as the user would write it: relative to the working folder when inside it."""
     try:
         return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # outside, or a symlink loop (RuntimeError)
         return str(path)
 
 
@@ -199,14 +210,12 @@ def built_once(key: Any, stamp: Callable[[], Any], build: Callable[[], _T]) -> _
 def read_yaml(path: Path) -> tuple[Any, Positions]:
     """Parse a YAML file: its data, and the position of every key and list item (found only
     when asked for). Aliases are expanded within limits; an alias bomb is one error."""
-    cache, seen, key = _READ.get(), None, path.resolve()
-    if cache is not None:
-        with suppress(OSError):
-            stat = key.stat()
-            seen = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
-        if seen is not None and key in cache and cache[key][0] == seen:
-            _, text, data = cache[key]  # its name is worked out only if a position is asked for
-            return copy_data(data), Positions(lambda: text_positions(text, display(path)))
+    found = check_readable(path)
+    cache, key = _READ.get(), path.resolve()
+    seen = (found.st_mtime_ns, found.st_size, found.st_ino)
+    if cache is not None and key in cache and cache[key][0] == seen:
+        _, text, data = cache[key]  # its name is worked out only if a position is asked for
+        return copy_data(data), Positions(lambda: text_positions(text, display(path)))
     source = display(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -215,10 +224,60 @@ def read_yaml(path: Path) -> tuple[Any, Positions]:
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError.at(Location(source), "", f"cannot read file: {exc}") from None
     data = parse_yaml(text, source)
-    if cache is not None and seen is not None:
+    if cache is not None:
         cache[key] = (seen, text, data)
         data = copy_data(data)
     return data, Positions(lambda: text_positions(text, source))
+
+
+_NOT_FILES: tuple[tuple[Callable[[int], bool], str], ...] = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def check_readable(path: Path) -> os.stat_result:
+    """A spec file's status, checked before it is opened: a FIFO or device would block the
+    read or never end, a symlink loop cannot be read, and a file past `YAML_MAX_BYTES` is
+    refused before it is parsed. Each is one located line."""
+    source = display(path)
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        raise SpecError.at(Location(source), "", "file not found") from None
+    except OSError as exc:  # a symlink loop, a path too long, no permission
+        raise SpecError.at(Location(source), "", f"cannot read file: {exc.strerror}") from None
+    if not stat.S_ISREG(found.st_mode):
+        kind = next((name for test, name in _NOT_FILES if test(found.st_mode)), "a special file")
+        raise SpecError.at(Location(source), "", f"expected a regular YAML file, found {kind}")
+    if found.st_size > YAML_MAX_BYTES:
+        limit = YAML_MAX_BYTES // 1_000_000
+        raise SpecError.at(Location(source), "", f"file larger than {limit} MB")
+    return found
+
+
+# Brackets and braces, outside the simplest quoted strings and comments (a cheap upper bound).
+_FLOW = re.compile(r"""#[^\n]*|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[\[\]{}\n]""")
+
+
+def too_deep(text: str) -> tuple[int, int] | None:
+    """The line and column where `[`/`{` nesting first passes `YAML_MAX_DEPTH`, from a cheap
+    scan (no parser): PyYAML's parser takes minutes over a file 20,000 brackets deep."""
+    depth, line, start = 0, 1, 0
+    for match in _FLOW.finditer(text):
+        char = match.group()
+        if char == "\n":
+            line, start = line + 1, match.end()
+        elif char in "[{":
+            depth += 1
+            if depth > YAML_MAX_DEPTH:
+                return line, match.start() - start + 1
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+    return None
 
 
 def parse_yaml(text: str, source: str) -> Any:
@@ -229,6 +288,10 @@ def parse_yaml(text: str, source: str) -> Any:
         where = Location(source, exc.mark.line + 1, exc.mark.column + 1)
         raise SpecError.at(where, format_path(exc.path), exc.message) from None
     except (ScannerError, ParserError, ReaderError) as exc:  # libyaml's words: ask PyYAML's
+        deep = too_deep(text)  # PyYAML's parser is slow on deep nesting: say so at once
+        if deep is not None:
+            where = Location(source, *deep)
+            raise SpecError.at(where, "", f"nested deeper than {YAML_MAX_DEPTH} levels") from None
         python = _pyyaml_error(text) if len(text) <= PYYAML_WORDING_LIMIT else None
         raise _yaml_problem(python or exc, text, source) from None
     except yaml.YAMLError as exc:

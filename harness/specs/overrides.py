@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from harness.defaults import YAML_MAX_DEPTH
 from harness.specs.located import (
     Location,
     PathKey,
@@ -20,6 +21,7 @@ from harness.specs.located import (
     copy_data,
     format_path,
     relocate,
+    too_deep,
 )
 
 
@@ -46,7 +48,10 @@ def _merge_into(merged: dict[Any, Any], override: dict[Any, Any]) -> dict[Any, A
 def command_line_value(text: str, where: Location) -> Any:
     """A value typed on the command line, read as YAML (`3` is a number, `[a]` a list, text that
     is not YAML a string). A value written as a mapping or a list (`{...}`, `[...]`) must parse
-    as one: a malformed one is an error at `where`, never silently taken for a string."""
+    as one: a malformed one is an error at `where`, never silently taken for a string. Nesting
+    past `YAML_MAX_DEPTH` is refused before PyYAML, which would recurse past Python's limit."""
+    if too_deep(text) is not None:
+        raise SpecError.at(where, "", f"nested deeper than {YAML_MAX_DEPTH} levels")
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -139,7 +139,7 @@ def spec_files(paths: list[Path]) -> list[Path]:
             for file in sorted(path.rglob("*")):
                 if file.suffix in YAML_SUFFIXES and file.is_file():
                     found.setdefault(file, None)
-        elif path.exists():
+        elif path.exists() or path.is_symlink():  # a FIFO or a symlink loop: read_yaml says
             found.setdefault(path, None)
         else:
             raise SpecError.at(Location(display(path)), "", "no such file or folder")

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import Field
 
+from harness.defaults import MAX_CONCURRENCY
 from harness.grading.checks import CheckContext
 from harness.grading.normative import grade
 from harness.pipeline.nodes import NodeContext, NodeKind, register
@@ -29,7 +30,9 @@ class GradeParams(Spec):
         "the project file's `judge_model`; with none, a pipeline whose tasks need a judge stops "
         "before it plays).",
     )
-    concurrency: int = Field(default=8, ge=1, description="Episodes graded at once.")
+    concurrency: int = Field(
+        default=8, ge=1, le=MAX_CONCURRENCY, description="Episodes graded at once."
+    )
 
 
 def claim_run_to_grade(run: Run, judge: ModelRef | None, grading: str, ctx: NodeContext) -> Run:
@@ -81,7 +84,8 @@ async def grade_run(
             passed = None if verdict.outcome == "error" else verdict.outcome == "pass"
             tracker.advance(passed=passed, error=verdict.outcome == "error")
 
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    # No more workers than episodes: each is a task held in memory while it waits.
+    await asyncio.gather(*(worker() for _ in range(max(min(concurrency, run.episodes), 1))))
     return Counter(ctx.store.grading_counts(run.run_id, grading))
 
 

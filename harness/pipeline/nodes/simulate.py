@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from harness.defaults import MAX_CONCURRENCY, MAX_TRIALS
 from harness.pipeline.executors import (
     EpisodeJob,
     EpisodeSetup,
@@ -42,7 +43,9 @@ class SimulateParams(Spec):
     overrides: list[str] = Field(
         default_factory=list, alias="set", description="Variant overrides, `PATH=VALUE`."
     )
-    trials: int = Field(default=1, ge=1, description="Episodes per task, with distinct seeds.")
+    trials: int = Field(
+        default=1, ge=1, le=MAX_TRIALS, description="Episodes per task, with distinct seeds."
+    )
     first_trial: int = Field(
         default=0,
         ge=0,
@@ -50,7 +53,10 @@ class SimulateParams(Spec):
         "to N-1 played (fresh seeds for a held-out check).",
     )
     concurrency: int = Field(
-        default=8, ge=1, description="Episodes played at once (on each worker, on Ray)."
+        default=8,
+        ge=1,
+        le=MAX_CONCURRENCY,
+        description="Episodes played at once (on each worker, on Ray).",
     )
     executor: Literal["local", "ray"] | None = Field(
         default=None,
