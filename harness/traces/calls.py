@@ -160,6 +160,7 @@ class Filters:
     """Which calls to read (`thread_ids`) and which conversations to convert (the rest)."""
 
     thread_ids: list[str] = field(default_factory=list)
+    trace_ids: list[str] = field(default_factory=list)  # a session without a thread: its trace
     since: datetime | None = None  # a conversation that started at or after
     until: datetime | None = None  # ... and before
     ops: list[str] = field(default_factory=list)  # that has a call of one of these ops
@@ -170,11 +171,15 @@ class Filters:
         filter_: dict[str, Any] = {}
         if self.thread_ids:
             filter_["thread_ids"] = self.thread_ids
+        if self.trace_ids:
+            filter_["trace_ids"] = self.trace_ids
         return filter_
 
     def admits(self, record: CallRecord) -> bool:
-        """Whether a call may belong to a wanted conversation (its thread)."""
-        return not self.thread_ids or record.thread_id in self.thread_ids
+        """Whether a call may belong to a wanted conversation (its thread, or its trace)."""
+        return (not self.thread_ids or record.thread_id in self.thread_ids) and (
+            not self.trace_ids or record.trace_id in self.trace_ids
+        )
 
     def admits_time(self, started: datetime) -> bool:
         """Whether a conversation that started then is in the time range."""

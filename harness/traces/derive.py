@@ -182,11 +182,10 @@ def _choices_stated(
     """A note that names another of an argument's few allowed values (its JSON Schema `enum`)
     than the one production chose: "should be high" where production called `create_ticket`
     with `priority: normal` asks for that call with `priority: high`."""
-    specs = {t.name: (t.parameters.get("properties") or {}) for t in conversation.tools}
     checks: list[Check] = []
     for observation in conversation.observations:
         for name, used in observation.arguments.items():
-            allowed = specs.get(observation.name, {}).get(name, {}).get("enum") or []
+            allowed = conversation.choices(observation.name, name)
             stated = [
                 v
                 for v in allowed

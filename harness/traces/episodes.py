@@ -221,7 +221,7 @@ def find_episode(store: Path, call_id: str) -> EpisodeTrace | None:
 def _session_records(client: Any, session_id: str) -> list[CallRecord] | None:
     """The calls of the session `session_id` names: a thread id, or an app's root call id (or
     its last characters, as `traces list` shows it); None when it names no single one."""
-    from harness.traces.calls import Filters, from_weave, read_client
+    from harness.traces.calls import Filters, read_client
 
     if list(client.get_calls(filter={"thread_ids": [session_id]}, limit=1)):
         return list(read_client(client, Filters(thread_ids=[session_id])))
@@ -232,14 +232,13 @@ def _session_records(client: Any, session_id: str) -> list[CallRecord] | None:
     ]
     if len(roots) != 1:
         return None
-    if roots[0].thread_id:
-        return list(read_client(client, Filters(thread_ids=[roots[0].thread_id])))
-    trace = client.get_calls(  # `Filters` selects threads only
-        filter={"trace_ids": [roots[0].trace_id]},
-        include_feedback=True,
-        sort_by=[{"field": "started_at", "direction": "asc"}],
+    root = roots[0]
+    session = (
+        Filters(thread_ids=[root.thread_id])
+        if root.thread_id
+        else Filters(trace_ids=[root.trace_id])
     )
-    return [from_weave(call) for call in trace]
+    return list(read_client(client, session))
 
 
 def _duration_s(records: list[CallRecord]) -> float:

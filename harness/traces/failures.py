@@ -212,12 +212,12 @@ def failing_step(conversation: Conversation, failure: Failure) -> str:
     below: set[str] = set()
     for call in failure.feedback_calls:
         below |= conversation.below.get(call, set())
-    specs = {t.name: (t.parameters.get("properties") or {}) for t in conversation.tools}
     steps = []
     for observation in (o for o in conversation.observations if o.call_id in below):
-        known = specs.get(observation.name, {})
         chosen = [
-            f"{k}={v}" for k, v in observation.arguments.items() if "enum" in known.get(k, {})
+            f"{k}={v}"
+            for k, v in observation.arguments.items()
+            if conversation.choices(observation.name, k)
         ]
         steps.append(f"{observation.name}({', '.join(chosen)})")
     return ">".join(dict.fromkeys(steps))

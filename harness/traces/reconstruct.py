@@ -73,6 +73,12 @@ class Conversation:
     ops: set[str] = field(default_factory=set)  # every op name of its calls
     below: dict[str, set[str]] = field(default_factory=dict)  # a rated call: the calls under it
 
+    def choices(self, tool: str, argument: str) -> list[Any]:
+        """The few values an argument of an offered tool may take (its JSON Schema `enum`)."""
+        spec = next((t for t in self.tools if t.name == tool), None)
+        properties = (spec.parameters.get("properties") or {}) if spec else {}
+        return list(properties.get(argument, {}).get("enum") or [])
+
     def user_texts(self) -> list[str]:
         return [m.content for m in self.transcript.messages if m.role == "user" and m.content]
 
