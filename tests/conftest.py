@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +20,16 @@ os.environ.update(
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Checker code runs only under OS isolation (bubblewrap, or Docker) unless a run allows it to
+# run without. The tests' checkers are this repository's own, so where there is neither (CI
+# installs bubblewrap; a laptop may lack it) they may, and the tests run anywhere; the tests of
+# the refusal itself (test_unsafe_checkers.py) hide bubblewrap and clear this.
+if "HARNESS_SANDBOX" not in os.environ:
+    from harness.grading.sandbox import isolation_available
+
+    if not isolation_available():
+        os.environ["HARNESS_SANDBOX"] = "none"
 # The bundled variants run on the embedded model; exact tests swap in the scripted rules.
 SCRIPTED = "agent.model={id: scripted, script: agents/scripts/support.yaml}"
 JUDGE = "{id: scripted, script: agents/scripts/judge.yaml}"
@@ -95,3 +106,12 @@ def workspace(tmp_path: Path) -> Path:
     for folder in ("tasks", "personas", "agents", "dags", "ci"):
         shutil.copytree(ROOT / folder, tmp_path / folder)
     return tmp_path
+
+
+@pytest.fixture
+def listener():
+    """A TCP server on the host's 127.0.0.1, for what a sandboxed checker must not reach."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.3)
+    yield server
+    server.close()

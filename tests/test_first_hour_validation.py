@@ -78,7 +78,8 @@ def test_a_dag_judge_naming_no_file_is_refused_at_its_line(cli, tmp_path: Path) 
         "nodes.grade_production.with.judge_model.script: file not found: agents/scripts/judg.yaml",
         "nodes.grade_candidate.with.judge_model.script: file not found: agents/scripts/judg.yaml",
     ]
-    assert errors[0].startswith(f"{path}:30:40: ")
+    line = dag.splitlines().index("    needs: [production]") + 2  # the grade node's `with:`
+    assert errors[0].startswith(f"{path}:{line}:40: ")
 
 
 # ------------------------------------------------------------------ 4. an agent's tools

@@ -135,5 +135,8 @@ def test_a_bogus_sandbox_is_refused_at_start(cli, monkeypatch: pytest.MonkeyPatc
     result = cli("validate", "tasks/support")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        "harness: HARNESS_SANDBOX='bogus': expected one of docker, bwrap, subprocess"
+        "harness: HARNESS_SANDBOX='bogus': expected one of docker, bwrap, none"
     ]
+    for accepted in ("none", "subprocess"):  # `subprocess`: the old spelling of `none`
+        monkeypatch.setenv("HARNESS_SANDBOX", accepted)
+        assert cli("validate", "tasks/support").exit_code == 0

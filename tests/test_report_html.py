@@ -103,6 +103,8 @@ def ab_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
 def test_the_report_shows_a_run_its_episodes_and_the_ab_comparison(
     ab_store: tuple[Path, str, str], tmp_path: Path
 ) -> None:
+    from playwright.sync_api import expect
+
     store, a, b = ab_store
     out = tmp_path / "report.html"
     write_report(store, out, a, "--against", b)
@@ -137,8 +139,9 @@ def test_the_report_shows_a_run_its_episodes_and_the_ab_comparison(
             assert task in pairs.nth(n).inner_text()
         pairs.nth(1).locator("summary").click()
         columns = pairs.nth(1).locator(".sbs > div")
-        assert "issue_refund (error)" in columns.nth(0).inner_text()
-        assert "outside our 30-day refund window" in columns.nth(1).inner_text()
+        # expect waits for the opened pair to render (a loaded machine takes a moment)
+        expect(columns.nth(0)).to_contain_text("issue_refund (error)")
+        expect(columns.nth(1)).to_contain_text("outside our 30-day refund window")
         pairs.nth(1).scroll_into_view_if_needed()
         page.screenshot(path=tmp_path / "ab.png")
 

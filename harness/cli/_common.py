@@ -93,6 +93,15 @@ SampleOpt = Annotated[
 ]
 SeedOpt = Annotated[int, typer.Option(help="Seed of --sample: the same seed, the same tasks.")]
 LimitOpt = Annotated[int | None, typer.Option(min=1, help="At most N tasks, in file order.")]
+UnsafeCheckersOpt = Annotated[
+    bool,
+    typer.Option(
+        "--unsafe-checkers",
+        help="Let python checks' code run without OS isolation where neither bubblewrap nor a "
+        "Docker engine is available (it could then read this machine's files and secrets); "
+        "without it such runs are refused. Every such verdict and the summary say so.",
+    ),
+]
 JsonOpt = Annotated[
     bool,
     typer.Option(
@@ -255,16 +264,19 @@ def announce(pipeline_id: str, name: str) -> None:
 
 
 def warn_unsandboxed(store: Store, run_id: str, console: Console) -> None:
-    """The summary's warning when checker code of a run ran without a real sandbox."""
+    """The summary's warning when checker code of a run ran without OS isolation (which only
+    an explicit permission allows)."""
     count = store.unsandboxed_verdicts(run_id)
     if count:
         console.print(
-            f"warning: checker code of {count} verdict(s) of run {run_id} ran in the audit-hook "
-            "subprocess, which is not a security boundary; install bubblewrap (bwrap) or run "
-            "a Docker engine",
+            f"warning: checker code of {count} verdict(s) of run {run_id} ran WITHOUT OS "
+            "isolation (allowed by --unsafe-checkers, a grade node's sandbox: none or "
+            "HARNESS_SANDBOX=none): it could read this machine's files and secrets; install "
+            "bubblewrap (apt-get install bubblewrap / dnf install bubblewrap) to isolate it",
             style="yellow",
             markup=False,
             highlight=False,
+            soft_wrap=True,
         )
 
 

@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 
 from harness import defaults
-from harness.cli._common import CacheOpt, NoCacheOpt, StoreOpt, fail, user_errors
+from harness.cli._common import (
+    CacheOpt,
+    NoCacheOpt,
+    StoreOpt,
+    UnsafeCheckersOpt,
+    fail,
+    user_errors,
+)
 from harness.cli._executor import ExecutorOpt, WorkersOpt, executor_name
 from harness.store_location import StoreLocation
 
@@ -28,6 +35,7 @@ def climb(
     no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,
     executor: ExecutorOpt = None,
     workers: WorkersOpt = None,
+    unsafe_checkers: UnsafeCheckersOpt = False,
 ) -> None:
     """Propose variants from failing transcripts (GEPA), evaluate them against production, and
     ship only a candidate the gate finds better on held-out tasks. Exit 0 when one shipped,
@@ -48,6 +56,7 @@ def climb(
         progress=False,
         executor=executor_name(executor),
         workers=workers,
+        unsafe_checkers=unsafe_checkers,
     )
     with user_errors():
         use_project_of(Path(config))

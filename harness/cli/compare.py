@@ -21,6 +21,7 @@ from harness.cli._common import (
     StoreOpt,
     TagsOpt,
     TrialsOpt,
+    UnsafeCheckersOpt,
     announce,
     json_stdout,
     make_console,
@@ -82,6 +83,7 @@ def compare(
     cache: CacheOpt = defaults.RESPONSE_CACHE,
     no_cache: NoCacheOpt = False,
     no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,
+    unsafe_checkers: UnsafeCheckersOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Is variant B better than A? Paired statistics on the same tasks, personas and seeds.
@@ -107,6 +109,7 @@ def compare(
         cache=None if no_cache else cache,
         traces=None if no_traces else defaults.TRACE_STORE,
         on_start=announce,
+        unsafe_checkers=unsafe_checkers,
     )
     with user_errors():
         use_project_of((tasks[0] if tasks else None) or a or b)  # before the project's judge

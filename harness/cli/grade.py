@@ -16,6 +16,7 @@ from harness.cli._common import (
     RetriesOpt,
     StoreOpt,
     TimeoutOpt,
+    UnsafeCheckersOpt,
     make_console,
     parse_model_option,
     user_errors,
@@ -41,6 +42,7 @@ def grade(
     prices: PricesOpt = None,
     timeout: TimeoutOpt = defaults.MODEL_TIMEOUT_S,
     retries: RetriesOpt = defaults.MODEL_RETRIES,
+    unsafe_checkers: UnsafeCheckersOpt = False,
 ) -> None:
     """Re-score a stored run with the tasks' current checks, without simulating again.
 
@@ -57,6 +59,7 @@ def grade(
         prices=prices,
         timeout_s=timeout,
         retries=retries,
+        unsafe_checkers=unsafe_checkers,
     )
     with user_errors():
         judge = parse_model_option("--judge-model", judge_model) if judge_model else None

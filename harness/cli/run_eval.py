@@ -24,6 +24,7 @@ from harness.cli._common import (
     TagsOpt,
     TimeoutOpt,
     TrialsOpt,
+    UnsafeCheckersOpt,
     announce,
     json_stdout,
     parse_model_option,
@@ -89,6 +90,7 @@ def run_eval(
     no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,
     executor: ExecutorOpt = None,
     workers: WorkersOpt = None,
+    unsafe_checkers: UnsafeCheckersOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run an eval pipeline: a DAG file, or the default one from --tasks and --agent.
@@ -121,6 +123,7 @@ def run_eval(
         on_start=announce,
         executor=executor_name(executor),
         workers=workers,
+        unsafe_checkers=unsafe_checkers,
     )
     forms = {"a DAG file": dag, "--tasks/--agent": tasks or agent, "--resume": resume}
     with user_errors(), json_stdout(as_json):

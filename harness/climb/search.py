@@ -16,6 +16,7 @@ from harness.climb.candidates import changes, seed_candidate
 from harness.climb.records import ClimbRecorder, Progress
 from harness.defaults import STATE_DIR
 from harness.models import CompletionParams
+from harness.pipeline.isolation import missing_isolation
 from harness.pipeline.judges import missing_judge, project_judge
 from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
 from harness.pipeline.runner import RunOptions, model_runtime
@@ -192,6 +193,14 @@ def require_judge(cases: list[TaskCase], loaded: Loaded[Climb]) -> None:
         raise SpecError([loaded.problem(("judge_model",), f"{missing}: {fix}")])
 
 
+def require_isolation(cases: list[TaskCase], loaded: Loaded[Climb], unsafe: bool) -> None:
+    """Tasks with python checks need OS isolation here (or `--unsafe-checkers`): without it,
+    every evaluation would refuse them, so the climb stops first."""
+    missing = missing_isolation(cases, unsafe)
+    if missing is not None:
+        raise SpecError([loaded.problem(("tasks",), missing)])
+
+
 def split_line(climb_id: str, split: Split) -> str:
     """The progress line of the split, with the production clusters (failure modes and kinds of
     success) its production tasks came from."""
@@ -222,6 +231,7 @@ def search(
     )
     cases = load_task_set(params).cases
     require_judge(cases, loaded)
+    require_isolation(cases, loaded, options.unsafe_checkers)
     seed = seed_candidate(production, config.components, tool_docs(cases, loaded))
     split = split_tasks(cases, config.tasks)
     require_both_sides(split, cases, loaded)

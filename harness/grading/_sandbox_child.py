@@ -1,20 +1,27 @@
-"""The sandbox's child process: set limits, install the audit hook, then run the checker.
+"""The sandbox's program: a trusted supervisor, and the checker in a process of its own.
 
 `harness.grading.sandbox` starts this file's source as
-`python -I -S -B -c <source> CPU_S MEMORY_MB FILE_MB OPEN_FILES FILE_WRITES` (isolated, standard
-library only as in the Docker image, no .pyc writes) in a fresh directory, the sandbox directory,
-and sends one line of JSON, `{"code", "function", "args"}`, on stdin. The checker's output
-(stdout and stderr) goes to stdout; the result goes to the original stderr, which the checker
-does not print to, so text it echoes from a transcript cannot pass for its result. Kept to the
-standard library: the Docker backend runs it in a stock image.
+`python -I -S -B -c <source> CPU_S MEMORY_MB FILE_MB OPEN_FILES FILE_WRITES PROCESSES HOOK`
+(isolated, standard library only as in the Docker image, no .pyc writes) in a fresh directory,
+the sandbox directory, and sends one line of JSON, `{"code", "function", "args"}`, on stdin.
+Kept to the standard library: the Docker backend runs it in a stock image.
+
+The supervisor (`supervise`) holds the only channel to the harness (its original stderr) and
+reports exactly one line there. It makes itself undumpable (no other process of the sandbox may
+trace it or open its descriptors through /proc) and a child subreaper (every process the
+checker starts stays its descendant), then forks the checker process, which keeps stdout and
+stderr (the checker's output, to the harness's output pipe) and a pipe to the supervisor, and
+nothing else. The checker process sets its limits, installs the audit hook, calls the function,
+writes the result on the pipe and stops itself with SIGSTOP. The supervisor takes a value only
+from a checker that stopped that way with exactly one result line on the pipe and no process
+left behind; a checker that exited, was killed, wrote a refusal or left processes running is an
+error with that reason. A line the checker wrote on the pipe itself stands at most for a value it
+could have returned.
 
 The hook is a tripwire, not the boundary (Docker or bubblewrap is: code below the audit events,
 such as libc calls, goes around any hook). What it refuses it records: the refusal line
-(`REFUSED` and the reason) goes to the result channel and the process ends at once with
-`REFUSED_STATUS`, so a checker that catches the error cannot go on to return a pass. The result
-line is written only after the checker returned; the parent takes a result only from a process
-that exited 0 with exactly one line on the channel, so a line the checker wrote there itself
-stands at most for a value it could have returned.
+(`REFUSED` and the reason) goes to the pipe and the process ends at once with `REFUSED_STATUS`,
+so a checker that catches the error cannot go on to return a pass.
 
 The audit hook lets the checker
 - read the sandbox directory, the interpreter's trees (prefixes and import path), the time zone
@@ -25,7 +32,8 @@ The audit hook lets the checker
 - load native code only from the interpreter's trees.
 It refuses everything else on paths, and process creation, signals, sockets, ctypes, changing
 directory, links, changing rlimits, building code objects, garbage-collector introspection,
-subinterpreters, and the extension modules that act below the audit events (REFUSED_MODULES).
+subinterpreters, and the extension modules that act below the audit events (REFUSED_MODULES),
+under whatever name they are loaded (an extension's name ends with its own).
 A refusal is a PermissionError whose message starts with "forbidden: ".
 """
 
@@ -36,10 +44,17 @@ import errno
 import json
 import os
 import resource
+import select
+import signal
 import sys
+import time
 from collections.abc import Callable
+from typing import Any
 
 MB = 1024 * 1024
+RESULT_LIMIT = 1024 * 1024  # bytes of JSON result accepted
+RESULT_FD = 3  # the checker process's pipe to the supervisor
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36  # prctl(2) options
 REFUSED = "\x00refused\x00 "  # starts the line of a refused operation on the result channel
 REFUSED_STATUS = 86  # the exit status after a refusal
 TIME_ZONES = "/usr/share/zoneinfo"  # public data that `zoneinfo` reads
@@ -107,16 +122,21 @@ REFUSED_MODULES = frozenset(
 )
 
 
-def set_limits(cpu_s: int, memory_mb: int, file_mb: int, open_files: int) -> None:
-    """Kernel-enforced limits, set before any checker code is in this process."""
+def set_limits(cpu_s: int, memory_mb: int, file_mb: int, open_files: int, processes: int) -> None:
+    """Kernel-enforced limits of the checker process (and of any process it starts), set before
+    any checker code is in it. `processes` > 0 caps the processes of the sandbox's user
+    (RLIMIT_NPROC), where no cgroup bounds the sandbox as a whole."""
     # SIGXCPU at the soft limit; SIGKILL one second later if the checker ignores it.
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-    for limit, value in (
+    limits = [
         (resource.RLIMIT_AS, memory_mb * MB),
         (resource.RLIMIT_FSIZE, file_mb * MB),
         (resource.RLIMIT_NOFILE, open_files),
         (resource.RLIMIT_CORE, 0),
-    ):
+    ]
+    if processes > 0:
+        limits.append((resource.RLIMIT_NPROC, processes))
+    for limit, value in limits:
         resource.setrlimit(limit, (value, value))
 
 
@@ -128,7 +148,7 @@ def readable_roots() -> tuple[str, ...]:
 
 
 def audit_hook(
-    sandbox: str, roots: tuple[str, ...], file_writes: int, result_fd: int = 2
+    sandbox: str, roots: tuple[str, ...], file_writes: int, result_fd: int = RESULT_FD
 ) -> Callable[[str, tuple[object, ...]], None]:
     """The hook that refuses what a checker must not do (the policy is in the module docstring).
 
@@ -142,6 +162,7 @@ def audit_hook(
     item, type_of, str_type, bytes_type, int_type = tuple.__getitem__, type, str, bytes, int
     decode, forbidden, os_error = bytes.decode, PermissionError, OSError
     encode, replace, write, end = str.encode, str.replace, os.write, os._exit
+    rpartition, split, startswith = str.rpartition, str.split, str.startswith
     refused, refused_status = REFUSED, REFUSED_STATUS
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
     inside = sandbox + "/"
@@ -163,8 +184,20 @@ def audit_hook(
             elif event in write_events:
                 paths, access = args[:2] if event == "os.rename" else args[:1], "write"
             elif event == "import":  # (name, file of an extension module or None, ...)
-                if args[0] in refused_modules or args[0].startswith("_test"):
-                    raise forbidden(f"forbidden: importing {args[0]}")
+                # An extension keeps its own name as the last part of any name it is loaded
+                # under (its init function is named after it), and in its file's name.
+                name, file = args[0], args[1]
+                last = rpartition(name, ".")[2]
+                stem = ""
+                if type_of(file) is str_type:
+                    stem = split(rpartition(file, "/")[2], ".")[0]
+                if (
+                    last in refused_modules
+                    or stem in refused_modules
+                    or startswith(last, "_test")
+                    or startswith(stem, "_test")
+                ):
+                    raise forbidden(f"forbidden: importing {name}")
                 paths, access = args[1:2], "native code"
             elif event in refused_events or event.startswith(refused_prefixes):
                 raise forbidden(f"forbidden: {event}")
@@ -288,23 +321,208 @@ def call_checker(code: str, function: str, args: list[object], memory_mb: int, f
         return json.dumps({"ok": False, "error": error})
 
 
-def main() -> None:
-    """Limits first, then the result channel, the payload and the hook; the checker last."""
-    cpu_s, memory_mb, file_mb, open_files, file_writes = (int(arg) for arg in sys.argv[1:6])
-    set_limits(cpu_s, memory_mb, file_mb, open_files)
-    result = os.fdopen(os.dup(2), "w", encoding="utf-8")
-    os.dup2(1, 2)
-    sys.stderr = sys.stdout
-    payload = json.loads(sys.stdin.buffer.readline())
-    sys.stdin.close()
-    sys.addaudithook(audit_hook(os.getcwd(), readable_roots(), file_writes, result.fileno()))
+def run_check(payload: dict[str, Any], numbers: list[int], hook: bool) -> None:
+    """The checker process (forked by the supervisor): limits, the hook, the call, the result
+    on `RESULT_FD`, then SIGSTOP, which tells the supervisor that the function returned."""
+    cpu_s, memory_mb, file_mb, open_files, file_writes, processes = numbers
+    set_limits(cpu_s, memory_mb, file_mb, open_files, processes)
+    if hook:
+        sys.addaudithook(audit_hook(os.getcwd(), readable_roots(), file_writes))
     line = call_checker(payload["code"], payload["function"], payload["args"], memory_mb, file_mb)
     with contextlib.suppress(Exception):  # the checker may have closed or replaced it
         sys.stdout.flush()
-    result.write(line + "\n")
-    result.flush()
-    os._exit(0)  # no atexit handlers or threads of the checker after the result
+    data = (line + "\n").encode()
+    while data:
+        data = data[os.write(RESULT_FD, data) :]
+    signal.raise_signal(signal.SIGSTOP)  # the supervisor kills a stopped checker
+    os._exit(0)  # not reached
+
+
+def protect_supervisor() -> None:
+    """Undumpable: no process of the sandbox (same user) may trace the supervisor or open its
+    descriptors or memory through /proc. A child subreaper: orphans of the checker's processes
+    become its children, so that none escapes the count of what was left running."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for option, value in ((PR_SET_DUMPABLE, 0), (PR_SET_CHILD_SUBREAPER, 1)):
+        if libc.prctl(option, value, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), f"prctl({option}, {value}) failed")
+
+
+def start_checker(payload: dict[str, Any], numbers: list[int], hook: bool) -> tuple[int, int]:
+    """Fork the checker process; its pid and the read end of its pipe. It keeps stdout and
+    stderr (the checker's output) and the pipe as `RESULT_FD`, nothing of the supervisor's."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(write_end)
+        return pid, read_end
+    try:
+        os.dup2(write_end, RESULT_FD)
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.closerange(RESULT_FD + 1, 1 << 16)  # the harness's channel and the pipes' copies
+        for name in [name for name in sys.modules if "ctypes" in name]:
+            del sys.modules[name]  # loaded by the supervisor: the checker must import it anew
+        run_check(payload, numbers, hook)
+    finally:
+        os._exit(1)  # run_check does not return; nothing of the supervisor's code runs here
+
+
+def wait_checker(pid: int, read_end: int) -> tuple[int, bytes]:
+    """Read the checker's pipe until it stops or ends; its wait status and what it wrote
+    (`RESULT_LIMIT` bytes and one more at most). SIGCHLD, sent when it stops or ends, wakes
+    the wait through a pipe of its own."""
+    received = bytearray()
+    woken, wake = os.pipe()
+    for end in (read_end, woken, wake):
+        os.set_blocking(end, False)
+    signal.set_wakeup_fd(wake)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    watched = [read_end, woken]
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+        if done:
+            break
+        readable, _, _ = select.select(watched, [], [], 0.5)
+        if read_end in readable:
+            with contextlib.suppress(BlockingIOError):
+                chunk = os.read(read_end, 65536)
+                received += chunk[: RESULT_LIMIT + 1 - len(received)]
+                if not chunk:  # every writer closed it
+                    watched.remove(read_end)
+        if woken in readable:
+            with contextlib.suppress(BlockingIOError):
+                os.read(woken, 512)
+    with contextlib.suppress(BlockingIOError, OSError):
+        while chunk := os.read(read_end, 65536):  # what it wrote just before it stopped
+            received += chunk[: RESULT_LIMIT + 1 - len(received)]
+    if os.WIFSTOPPED(status):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    return status, bytes(received)
+
+
+def descendants() -> dict[int, str]:
+    """The supervisor's living descendants (zombies aside), by pid, with their names."""
+    parents: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                head, _, tail = stat.read().rpartition(b")")
+        except OSError:  # it ended meanwhile
+            continue
+        fields = tail.split()
+        if fields and fields[0] != b"Z":
+            parents[int(entry)] = int(fields[1])
+            names[int(entry)] = head.partition(b"(")[2].decode(errors="replace")
+    found, todo = {}, [os.getpid()]
+    while todo:
+        parent = todo.pop()
+        for pid, ppid in parents.items():
+            if ppid == parent and pid not in found:
+                found[pid] = names[pid]
+                todo.append(pid)
+    return found
+
+
+def reap() -> None:
+    """Collect every ended child (orphans of the checker's processes come to the supervisor)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def end_leftovers() -> list[str]:
+    """Kill what the checker left running; the names of what was there."""
+    reap()
+    left = descendants()
+    for _ in range(200):
+        current = descendants()
+        if not current:
+            break
+        for pid in current:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.005)
+        reap()
+    return sorted(left.values())
+
+
+def verdict(status: int, received: bytes, leftovers: list[str], cpu_s: int) -> dict[str, Any]:
+    """The report: the checker's reply when it returned cleanly, else why there is none."""
+    lines = received.splitlines()
+    refusals = [line for line in lines if line.startswith(REFUSED.encode())]
+    if refusals:
+        return {"ok": False, "error": refusals[0][len(REFUSED) :].decode(errors="replace")}
+    if leftovers:
+        shown = ", ".join(sorted(set(leftovers))[:5])
+        error = f"the checker left {len(leftovers)} process(es) running ({shown})"
+        return {"ok": False, "error": error}
+    if os.WIFSTOPPED(status) and os.WSTOPSIG(status) == signal.SIGSTOP:
+        if len(received) > RESULT_LIMIT:
+            error = f"the return value is larger than {RESULT_LIMIT // MB} MB"
+            return {"ok": False, "error": error}
+        if len(lines) != 1:
+            return {"ok": False, "error": "the checker wrote to its result channel itself"}
+        return reply(lines[0])
+    if os.WIFEXITED(status):
+        if os.WEXITSTATUS(status) == REFUSED_STATUS:
+            return {"ok": False, "error": "forbidden: an operation was refused"}
+        code = os.WEXITSTATUS(status)
+        return {"ok": False, "error": f"the checker exited (status {code}) without returning"}
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        if number == signal.SIGXCPU:
+            return {"ok": False, "error": f"CPU time limit of {cpu_s}s exceeded"}
+        if number == signal.SIGXFSZ:
+            return {"ok": False, "error": "file size limit exceeded"}
+        name = signal.strsignal(number)
+        return {"ok": False, "error": f"the checker was killed by signal {number} ({name})"}
+    number = os.WSTOPSIG(status)
+    return {"ok": False, "error": f"the checker was stopped by signal {number}"}
+
+
+def reply(line: bytes) -> dict[str, Any]:
+    """The result line `run_check` writes, validated: `ok`, then `value` or `error`."""
+    try:
+        found = json.loads(line)
+    except ValueError:
+        found = None
+    if (
+        isinstance(found, dict)
+        and isinstance(found.get("ok"), bool)
+        and isinstance(found.get("error", ""), str)
+        and set(found) <= {"ok", "value", "error"}
+    ):
+        return found
+    return {"ok": False, "error": "the checker wrote to its result channel itself"}
+
+
+def supervise() -> None:
+    """The supervisor: the payload, protection, the checker, its leftovers, one report."""
+    numbers = [int(arg) for arg in sys.argv[1:7]]
+    hook = sys.argv[7:8] != ["0"]
+    report = os.dup(2)
+    os.dup2(1, 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:
+        payload = json.loads(sys.stdin.buffer.readline())
+        protect_supervisor()
+        pid, read_end = start_checker(payload, numbers, hook)
+        status, received = wait_checker(pid, read_end)
+        found = verdict(status, received, end_leftovers(), numbers[0])
+    except Exception as exc:  # the supervisor's own failure: reported, never a value
+        found = {"ok": False, "error": f"sandbox supervisor: {type(exc).__name__}: {exc}"}
+    data = (json.dumps(found) + "\n").encode()
+    while data:
+        data = data[os.write(report, data) :]
+    os._exit(0)
 
 
 if __name__ == "__main__":
-    main()
+    supervise()

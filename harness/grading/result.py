@@ -21,6 +21,7 @@ class Finding:
     score: float | None = None  # None: 1 for a pass, 0 otherwise
     error_side: Side = Side.CHECKER  # who failed, when the outcome is an error
     sandbox: str | None = None  # where checker code ran (docker, bwrap, subprocess)
+    limits: str | None = None  # how the sandbox's limits were enforced (cgroup v1, rlimit...)
     usage: Usage | None = None  # model calls the check made (a judge's), when any replied
 
 
@@ -45,6 +46,12 @@ class CheckResult(BaseModel):
     sandbox: str | None = Field(
         default=None,
         description="Where checker code ran: docker, bwrap, or subprocess (no boundary).",
+    )
+    sandbox_limits: str | None = Field(
+        default=None,
+        description="How the sandbox bounded the checker as a whole: 'cgroup v2' or 'cgroup v1' "
+        "(memory, processes and CPU of every process together), 'rlimit' (a process cap and a "
+        "per-process share of the memory), 'docker' (the container's), or 'none'.",
     )
     usage: Usage | None = Field(
         default=None,

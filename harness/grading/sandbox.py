@@ -5,14 +5,17 @@ outside a directory of its own, start processes, use the network or run past its
 nothing it prints may pass for its result. Every backend runs the same child program
 (`_sandbox_child.py`: resource limits, an audit hook that ends the checker at the first refused
 operation, the call, the result on a channel of its own), inside the strongest boundary this
-machine has, chosen in this order and named in every result:
+machine has, named in every result:
 
 - `docker`, when an engine answers (`sandbox_docker`);
 - `bwrap`, bubblewrap namespaces, when it is installed and allowed (`sandbox_local`);
-- `subprocess`, rlimits and the audit hook only: not a security boundary, so a run that used it
-  says so in its summary.
+- `subprocess`, rlimits and the audit hook only: not a security boundary, so it runs only where
+  the user allowed it explicitly (`--unsafe-checkers`, a grade node's `sandbox: none`, or
+  `HARNESS_SANDBOX=none`); its verdicts and the run's summary say so. Without that permission
+  and without OS isolation, checker code is refused (`NoSandbox`): the audit hook is an extra
+  layer, never the sandbox.
 
-`HARNESS_SANDBOX=docker|bwrap|subprocess` chooses one.
+`HARNESS_SANDBOX=docker|bwrap|none` chooses one (`subprocess` is an old spelling of `none`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 from typing import Any
 
 from harness.grading.sandbox_docker import (
@@ -42,22 +46,37 @@ __all__ = [
     "MAX_MEMORY_MB",
     "MAX_TIMEOUT_S",
     "STDOUT_LIMIT",
+    "NoSandbox",
     "SandboxLimits",
     "SandboxResult",
     "available_backends",
     "choose_backend",
     "docker_available",
     "docker_container_config",
+    "isolation_available",
+    "isolation_problem",
     "run_checker",
 ]
 
 BACKENDS = ("docker", "bwrap", "subprocess")  # strongest first
 UNSANDBOXED = "subprocess"  # the backend that is no boundary
+# HARNESS_SANDBOX's values, and the backend each chooses (`subprocess`: the old name of `none`)
+SANDBOX_ENV = {"docker": "docker", "bwrap": "bwrap", "none": UNSANDBOXED, UNSANDBOXED: UNSANDBOXED}
 DEFAULT_LIMITS = SandboxLimits()
+INSTALL_BWRAP = "install bubblewrap (apt-get install bubblewrap / dnf install bubblewrap)"
+ISOLATION_FIX = f"{INSTALL_BWRAP}, or pass --unsafe-checkers to run checker code without isolation"
+
+
+class NoSandbox(RuntimeError):
+    """Checker code was to run where there is no OS isolation, and nobody allowed that."""
+
+    def __init__(self, problem: str):
+        super().__init__(f"python checks need OS isolation, and {problem}")
 
 
 def available_backends() -> list[str]:
-    """The backends this machine can run, strongest first (`subprocess` always)."""
+    """The backends this machine can run, strongest first (`subprocess` always, though only
+    with the user's explicit permission: `choose_backend`)."""
     found = {"docker": docker_available(), "bwrap": bwrap_available(), "subprocess": True}
     return [name for name in BACKENDS if found[name]]
 
@@ -66,19 +85,66 @@ def sandbox_env_problem() -> str | None:
     """What is wrong with `HARNESS_SANDBOX`, if anything: checked when a command starts, so a
     misspelt backend is bad input at once, not an error in every check of a finished run."""
     chosen = os.environ.get("HARNESS_SANDBOX", "").strip()
-    if chosen and chosen not in BACKENDS:
-        return f"HARNESS_SANDBOX={chosen!r}: expected one of {', '.join(BACKENDS)}"
+    if chosen and chosen not in SANDBOX_ENV:
+        return f"HARNESS_SANDBOX={chosen!r}: expected one of docker, bwrap, none"
     return None
 
 
-def choose_backend() -> str:
-    """`HARNESS_SANDBOX` when set, else the strongest available backend."""
+def _forced() -> str | None:
+    """The backend `HARNESS_SANDBOX` forces, if it is set (and valid)."""
     chosen = os.environ.get("HARNESS_SANDBOX", "").strip()
-    if chosen:
-        problem = sandbox_env_problem()
-        if problem is not None:
-            raise ValueError(problem)
-        return chosen
+    if not chosen:
+        return None
+    problem = sandbox_env_problem()
+    if problem is not None:
+        raise ValueError(problem)
+    return SANDBOX_ENV[chosen]
+
+
+def isolation_problem(unsafe: bool = False) -> str | None:
+    """Why checker code may not run here and what to do, as the end of a sentence ("python
+    checks need OS isolation, and ..."); None when it may: under Docker or bubblewrap, or
+    without isolation where the user allowed it (`unsafe`, or `HARNESS_SANDBOX=none`). A
+    backend that `HARNESS_SANDBOX` forces must be there, permission or not."""
+    forced = _forced()
+    if forced == UNSANDBOXED:
+        return None
+    if forced == "docker" and not docker_available():
+        return (
+            "HARNESS_SANDBOX=docker chooses Docker, whose engine does not answer here: start "
+            "one, or unset HARNESS_SANDBOX"
+        )
+    if forced == "bwrap" and not bwrap_available():
+        return (
+            "HARNESS_SANDBOX=bwrap chooses bubblewrap, which is missing or may not create "
+            f"namespaces here: {INSTALL_BWRAP}, or unset HARNESS_SANDBOX"
+        )
+    if forced is not None or unsafe or docker_available() or bwrap_available():
+        return None
+    if shutil.which("bwrap") is not None:  # installed, but user namespaces are refused
+        return (
+            "bubblewrap is installed but may not create user namespaces here (on Ubuntu 24.04, "
+            "give bwrap an AppArmor profile that allows them) and no Docker engine answers: "
+            "allow them, or pass --unsafe-checkers to run checker code without isolation"
+        )
+    return f"neither bubblewrap nor a Docker engine is available here: {ISOLATION_FIX}"
+
+
+def isolation_available() -> bool:
+    """Whether checker code would run under OS isolation here (Docker or bubblewrap), for the
+    checks a command makes before it runs anything."""
+    return _forced() != UNSANDBOXED and isolation_problem() is None
+
+
+def choose_backend(unsafe: bool = False) -> str:
+    """The backend `HARNESS_SANDBOX` forces, else the strongest with OS isolation; `subprocess`
+    only where the user allowed it (`unsafe`, `HARNESS_SANDBOX=none`), else `NoSandbox`."""
+    problem = isolation_problem(unsafe)
+    if problem is not None:
+        raise NoSandbox(problem)
+    forced = _forced()
+    if forced is not None:
+        return forced
     return "docker" if docker_available() else "bwrap" if bwrap_available() else UNSANDBOXED
 
 
@@ -89,15 +155,21 @@ async def run_checker(
     limits: SandboxLimits = DEFAULT_LIMITS,
     *,
     backend: str | None = None,
+    unsafe: bool = False,
     image: str = DOCKER_IMAGE,
 ) -> SandboxResult:
     """Define `code`, call `function(*args)` (args are JSON data), return its JSON result.
 
     Whatever the checker does comes back as a result, never as an exception. `backend` forces
-    one (default: `choose_backend()`); `image` is the Docker image.
-    """
+    one (default: `choose_backend(unsafe)`; where it refuses, the result is that error, with no
+    backend: commands refuse such runs before they start, this is the second line); `image` is
+    the Docker image."""
     payload = json.dumps({"code": code, "function": function, "args": args}).encode() + b"\n"
-    backend = backend or await asyncio.to_thread(choose_backend)
+    if backend is None:
+        try:
+            backend = await asyncio.to_thread(choose_backend, unsafe)
+        except NoSandbox as exc:
+            return SandboxResult(ok=False, error=str(exc), backend="")
     if backend == "docker":
         return await asyncio.to_thread(run_docker, payload, limits, image)
     return await run_local(payload, limits, backend)

@@ -5,12 +5,13 @@ no capabilities, uid `nobody`, no environment passed, removed when it ends."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import threading
 from typing import Any
 
 from harness.grading.sandbox_result import (
-    RESULT_LIMIT,
+    REPORT_LIMIT,
     STDOUT_LIMIT,
     WORKDIR,
     WORKDIR_MB,
@@ -89,9 +90,8 @@ def run_docker(payload: bytes, limits: SandboxLimits, image: str) -> SandboxResu
         return SandboxResult(ok=False, error=f"docker: {exc}".splitlines()[0], backend="docker")
     if expired:
         return timed_out(limits, stdout, "docker")
-    # docker-init, the checker's parent, reports its death by signal N as status 128 + N.
-    killed_by = status - 128 if status is not None and status > 128 else None
-    return outcome(result, status, killed_by, stdout, limits, "docker")
+    # docker-init, the supervisor's parent, reports its death by signal N as status 128 + N.
+    return dataclasses.replace(outcome(result, status, stdout, "docker"), limits="docker")
 
 
 def _exchange(
@@ -118,7 +118,7 @@ def _exchange(
         timer.start()
         getattr(sock, "_sock", sock).sendall(payload)
         for stream, data in frames_iter(sock, tty=False):
-            buffer, limit = (stdout, STDOUT_LIMIT) if stream == 1 else (result, RESULT_LIMIT)
+            buffer, limit = (stdout, STDOUT_LIMIT) if stream == 1 else (result, REPORT_LIMIT)
             buffer += data[: limit + 1 - len(buffer)]
     finally:
         timer.cancel()

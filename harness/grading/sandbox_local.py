@@ -1,18 +1,27 @@
-"""The two sandbox backends that run the child as a local process.
+"""The two sandbox backends that run the sandbox program as a local process.
 
 - `bwrap` (bubblewrap): new user, PID, IPC, UTS, network and cgroup namespaces, uid `nobody`, no
-  capabilities, a read-only root that holds only the system's libraries and the interpreter (no
-  /etc, no home, no results store, no /proc of the host), a private tmpfs as working folder, an
-  empty environment; plus the child's rlimits and audit hook.
-- `subprocess`: the last resort, no boundary but the rlimits and the audit hook (which libc
-  calls go around): `python -I -S -B` with an empty environment in a fresh temporary directory,
-  in its own session so that the whole process group is killed on the wall timeout.
+  capabilities, a new session, killed with the harness, a read-only root that holds only the
+  system's libraries and the interpreter (no /etc, no home, no results store, no /proc of the
+  host: a /proc of its own PID namespace), a private tmpfs as the only writable folder, an empty
+  environment; plus the program's supervisor, rlimits and audit hook.
+- `subprocess` (`--unsafe-checkers` only): no boundary but the rlimits and the audit hook
+  (which libc calls go around): `python -I -S -B` with an empty environment in a fresh temporary
+  directory, in its own session so that the whole process group is killed on the wall timeout.
+
+Either runs in a cgroup of its own where this machine lets the harness make one
+(`sandbox_cgroup`): memory (the checker's plus its working folder), processes and CPU are then
+bounded for the sandbox as a whole, and whatever is left in it is killed at the end. Elsewhere
+the bounds are rlimits: under bubblewrap at most `RLIMIT_PROCESSES` processes for the checker
+(RLIMIT_NPROC counts the processes of the sandbox's own user namespace), each with that share of
+the memory; under `subprocess` per process only. The result names which (`SandboxResult.limits`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import os
 import shutil
@@ -21,8 +30,11 @@ import subprocess
 import sys
 import tempfile
 
+from harness.grading import sandbox_cgroup
 from harness.grading.sandbox_result import (
-    RESULT_LIMIT,
+    PROCESS_CAP,
+    REPORT_LIMIT,
+    RLIMIT_PROCESSES,
     STDOUT_LIMIT,
     WORKDIR,
     WORKDIR_MB,
@@ -86,11 +98,6 @@ def bwrap_policy() -> list[str]:
     return [*command, "--tmpfs", WORKDIR, "--chdir", WORKDIR, "--remount-ro", "/"]
 
 
-def bwrap_command(limits: SandboxLimits) -> list[str]:
-    """The child under bubblewrap."""
-    return [*bwrap_policy(), *child_command(interpreter(), limits)]
-
-
 @functools.cache
 def bwrap_available() -> bool:
     """Whether bubblewrap is installed and may create the namespaces here (a container without
@@ -105,18 +112,39 @@ def bwrap_available() -> bool:
     return done.returncode == 0
 
 
+def sandbox_command(
+    limits: SandboxLimits, backend: str, cgroup: sandbox_cgroup.Cgroup | None
+) -> tuple[list[str], str]:
+    """The sandbox program's command line for a backend, and how its limits hold."""
+    if cgroup is not None:
+        program, how = child_command(interpreter(), limits), cgroup.label
+    elif backend == "bwrap":  # init and the supervisor are the user's first two processes
+        share = max(limits.memory_mb // RLIMIT_PROCESSES, 1)
+        program = child_command(interpreter(), limits, share, 2 + RLIMIT_PROCESSES)
+        how = "rlimit"
+    else:
+        program, how = child_command(sys.executable, limits), "rlimit per process"
+    command = [*bwrap_policy(), *program] if backend == "bwrap" else program
+    return (cgroup.enter(command) if cgroup is not None else command), how
+
+
 async def run_local(payload: bytes, limits: SandboxLimits, backend: str) -> SandboxResult:
-    """Run the child under bubblewrap (`backend="bwrap"`) or as a plain subprocess."""
+    """Run the sandbox program under bubblewrap (`backend="bwrap"`) or as a plain subprocess,
+    in a cgroup of its own when one can be made."""
+    cgroup = None
+    if sandbox_cgroup.cgroups_writable():
+        memory = (limits.memory_mb + WORKDIR_MB) * 1024 * 1024
+        cgroup = await asyncio.to_thread(sandbox_cgroup.create, memory, PROCESS_CAP)
     workdir = None if backend == "bwrap" else tempfile.mkdtemp(prefix="harness-sandbox-")
-    local = child_command(sys.executable, limits)
-    command = bwrap_command(limits) if workdir is None else local
-    stdout, result = bytearray(), bytearray()
+    command, how = sandbox_command(limits, backend, cgroup)
+    stdout, report = bytearray(), bytearray()
+    left, peak, oom = 0, None, 0
     try:
         process = await asyncio.create_subprocess_exec(
             *command,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,  # the result channel
+            stderr=asyncio.subprocess.PIPE,  # the supervisor's report
             cwd=workdir,
             env={} if workdir is None else {"TMPDIR": workdir},  # nothing of the harness's
             start_new_session=True,  # its own process group, killed as a whole
@@ -126,13 +154,15 @@ async def run_local(payload: bytes, limits: SandboxLimits, backend: str) -> Sand
                 asyncio.gather(
                     _feed(process.stdin, payload),
                     _drain(process.stdout, stdout, STDOUT_LIMIT),
-                    _drain(process.stderr, result, RESULT_LIMIT),
+                    _drain(process.stderr, report, REPORT_LIMIT),
                     process.wait(),
                 ),
                 limits.wall_s,
             )
         except TimeoutError:
-            return timed_out(limits, stdout, backend)
+            timeout = timed_out(limits, stdout, backend)
+        else:
+            timeout = None
         finally:
             if process.returncode is None:
                 # A session leader cannot leave its process group, so this reaches all of it
@@ -141,14 +171,21 @@ async def run_local(payload: bytes, limits: SandboxLimits, backend: str) -> Sand
                     os.killpg(process.pid, signal.SIGKILL)
                 await process.wait()
     finally:
+        if cgroup is not None:
+            peak, oom = cgroup.memory_peak_mb(), cgroup.oom_kills()
+            left = await asyncio.to_thread(cgroup.close)
         if workdir is not None:
             _remove_tree(workdir)
-    status = process.returncode
-    if backend == "bwrap":  # bubblewrap reports its child's death by signal N as 128 + N
-        killed_by = status - 128 if status is not None and status > 128 else None
-    else:
-        killed_by = -status if status is not None and status < 0 else None
-    return outcome(result, status, killed_by, stdout, limits, backend)
+    found = timeout or outcome(report, process.returncode, stdout, backend)
+    if oom:  # a process of the sandbox was killed for it: no value stands
+        total = limits.memory_mb + WORKDIR_MB
+        error = f"memory limit of {total} MB for the whole sandbox exceeded"
+        error += f" ({found.error})" if found.error else ""
+        found = dataclasses.replace(found, ok=False, value=None, error=error)
+    elif left:  # the namespace's end should have taken them: never trust a value
+        error = f"{left} process(es) outlived the sandbox"
+        found = dataclasses.replace(found, ok=False, value=None, error=error)
+    return dataclasses.replace(found, limits=how, memory_peak_mb=peak)
 
 
 async def _feed(stream: asyncio.StreamWriter | None, payload: bytes) -> None:

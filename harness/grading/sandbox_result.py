@@ -1,23 +1,25 @@
-"""What every sandbox backend shares: the limits of one checker call, the child's command line,
-and reading what the child left on its result channel into a `SandboxResult`."""
+"""What every sandbox backend shares: the limits of one checker call, the sandbox program's
+command line, and reading its supervisor's report into a `SandboxResult`."""
 
 from __future__ import annotations
 
 import functools
 import json
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.grading._sandbox_child import REFUSED, REFUSED_STATUS
+from harness.grading._sandbox_child import RESULT_LIMIT
 
 MAX_TIMEOUT_S = 300  # a checker reads one transcript: more than this is a mistake
 MAX_MEMORY_MB = 4096
 WORKDIR = "/sandbox"  # the checker's working folder inside a container or namespace
 WORKDIR_MB = 32  # its size there (a tmpfs)
 STDOUT_LIMIT = 4096  # bytes of the checker's output kept
-RESULT_LIMIT = 1024 * 1024  # bytes of JSON result accepted
+REPORT_LIMIT = 2 * RESULT_LIMIT  # bytes of the supervisor's report accepted (a result, escaped)
+PROCESS_CAP = 16  # processes of a whole sandbox under a cgroup (the checker's are never needed)
+RLIMIT_PROCESSES = 4  # without a cgroup: the checker's processes, each with 1/4 of the memory
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class SandboxLimits:
     file_mb: int = 1  # RLIMIT_FSIZE: the largest file the checker may write
     open_files: int = 64  # RLIMIT_NOFILE
     file_writes: int = 100  # opens for writing, mkdir, rename...: with file_mb, bounds disk use
+    audit_hook: bool = True  # False only to show that the OS boundary holds without it (tests)
 
     def __post_init__(self) -> None:
         if not 0 < self.wall_s <= MAX_TIMEOUT_S or not 0 < self.cpu_s <= MAX_TIMEOUT_S:
@@ -47,6 +50,11 @@ class SandboxResult:
     error: str = ""  # one line: why it did not return
     stdout: str = ""  # what the checker printed (stdout and stderr), truncated
     backend: str = ""  # where it ran: "docker", "bwrap" or "subprocess"
+    # How the machine ran it, not what the checker did (so not compared): how the whole
+    # sandbox was bounded ("cgroup v2", "cgroup v1", "rlimit"...) and its peak memory in MB,
+    # when a cgroup measured it.
+    limits: str = field(default="", compare=False)
+    memory_peak_mb: float | None = field(default=None, compare=False)
 
 
 @functools.cache
@@ -54,14 +62,20 @@ def child_source() -> str:
     return Path(__file__).with_name("_sandbox_child.py").read_text()
 
 
-def child_command(python: str, limits: SandboxLimits) -> list[str]:
-    """The child's command line; its limits travel as arguments, the payload on stdin."""
+def child_command(
+    python: str, limits: SandboxLimits, memory_mb: int | None = None, processes: int = 0
+) -> list[str]:
+    """The sandbox program's command line; its limits travel as arguments, the payload on
+    stdin. `memory_mb` is each process's share (default: all of it), `processes` the cap on the
+    sandbox user's processes (0: none, a cgroup or the container bounds them)."""
     numbers = (
         limits.cpu_s,
-        limits.memory_mb,
+        memory_mb or limits.memory_mb,
         limits.file_mb,
         limits.open_files,
         limits.file_writes,
+        processes,
+        int(limits.audit_hook),
     )
     return [python, "-I", "-S", "-B", "-c", child_source(), *(str(n) for n in numbers)]
 
@@ -73,47 +87,34 @@ def timed_out(limits: SandboxLimits, stdout: bytearray, backend: str) -> Sandbox
 
 
 def outcome(
-    result: bytearray,
-    status: int | None,
-    killed_by: int | None,
-    stdout: bytearray,
-    limits: SandboxLimits,
-    backend: str,
+    report: bytearray, status: int | None, stdout: bytearray, backend: str
 ) -> SandboxResult:
-    """Translate what the child left into a result. A refused operation is an error whatever
-    else is there; a value counts only from a child that exited 0 with one result line."""
-    lines = bytes(result).splitlines()
-    refusals = [line for line in lines if line.startswith(REFUSED.encode())]
+    """Translate the supervisor's report into a result: its one line when it exited 0 after
+    writing it, else an error saying how the sandbox ended (the checker killed the supervisor,
+    bubblewrap refused to start...)."""
+    lines = bytes(report).splitlines()
     printed = text(stdout)
-    if refusals or status == REFUSED_STATUS:
-        error = (
-            refusals[0][len(REFUSED) :].decode(errors="replace")
-            if refusals
-            else "forbidden: an operation was refused (its report did not arrive)"
-        )
-        return SandboxResult(ok=False, error=error[:500], stdout=printed, backend=backend)
     reply = _reply(lines[0]) if len(lines) == 1 and status == 0 else None
     if reply is not None:
         return SandboxResult(
             ok=reply["ok"],
             value=reply.get("value"),
-            error=reply.get("error", ""),
+            error=reply.get("error", "")[:500],
             stdout=printed,
             backend=backend,
         )
-    if len(result) > RESULT_LIMIT:
-        error = f"the return value is larger than {RESULT_LIMIT // 1024 // 1024} MB"
-    elif status == 0 and len(lines) > 1:
-        error = "the checker wrote to the result channel itself"
-    elif killed_by in (signal.SIGXCPU, signal.SIGKILL):
-        error = f"CPU time limit of {limits.cpu_s}s exceeded"
-    elif killed_by == signal.SIGXFSZ:
-        error = f"file size limit of {limits.file_mb} MB exceeded"
-    elif killed_by is not None:
-        error = f"killed by signal {killed_by} ({signal.strsignal(killed_by)})"
+    if len(report) > REPORT_LIMIT:
+        error = "the sandbox's report is too large"
+    elif status is not None and status > 128:  # bubblewrap, docker-init: 128 + signal
+        number = status - 128
+        error = f"the sandbox's supervisor was killed by signal {number}"
+        error += f" ({signal.strsignal(number)})"
+    elif status is not None and status < 0:  # the supervisor itself (no bubblewrap)
+        error = f"the sandbox's supervisor was killed by signal {-status}"
+        error += f" ({signal.strsignal(-status)})"
     else:
-        words = result.decode(errors="replace").strip().splitlines()
-        error = f"the checker process exited with status {status} without a result"
+        words = report.decode(errors="replace").strip().splitlines()
+        error = f"the sandbox ended with status {status} without a report"
         if words:
             error += f": {words[-1][:300]}"
     return SandboxResult(ok=False, error=error, stdout=printed, backend=backend)

@@ -45,11 +45,14 @@ def judged_tasks(cases: list[TaskCase]) -> list[str]:
 def missing_judge(cases: list[TaskCase]) -> str | None:
     """What a run of these tasks without a judge lacks, said in words; None if nothing."""
     ids = judged_tasks(cases)
-    if not ids:
-        return None
+    return f"{tasks_having(ids, 'llm_judge checks')} and no judge model is set" if ids else None
+
+
+def tasks_having(ids: list[str], what: str) -> str:
+    """'3 tasks have WHAT (a, b, c)', naming at most `SHOWN_IDS` of them."""
     shown = ", ".join(ids[:SHOWN_IDS]) + (", ..." if len(ids) > SHOWN_IDS else "")
     count = "1 task has" if len(ids) == 1 else f"{len(ids)} tasks have"
-    return f"{count} llm_judge checks ({shown}) and no judge model is set"
+    return f"{count} {what} ({shown})"
 
 
 def with_default_judge(data: dict[str, Any], judge: ModelRef | None) -> dict[str, Any]:
@@ -80,7 +83,7 @@ def require_judges(pipeline: Plan, hint: str = JUDGE_HINT) -> None:
     for node in pipeline.nodes.values():
         if node.kind.name != "grade" or getattr(node.params, "judge_model", None) is not None:
             continue
-        for source in _task_sources(pipeline, node.id):
+        for source in task_sources(pipeline, node.id):
             message = missing_judge(load_task_set(source.params, f"node {source.id}").cases)
             if message is not None:
                 where = Location(", ".join(source.params.paths))
@@ -89,7 +92,7 @@ def require_judges(pipeline: Plan, hint: str = JUDGE_HINT) -> None:
         raise SpecError(list(dict.fromkeys(problems)))
 
 
-def _task_sources(pipeline: Plan, node_id: str) -> list[Any]:
+def task_sources(pipeline: Plan, node_id: str) -> list[Any]:
     """The load_tasks nodes upstream of a node."""
     found, seen, todo = [], set(), [node_id]
     while todo:

@@ -55,6 +55,9 @@ class RunOptions:
     workers: int | None = None  # Ray workers (default: one per CPU of the Ray cluster)
     # The judge of grade nodes that name none (`--judge-model`); None: the project file's.
     judge_model: ModelRef | None = None
+    # Checker code may run without OS isolation where there is none (`--unsafe-checkers`);
+    # otherwise a pipeline with python checks is refused before it starts.
+    unsafe_checkers: bool = False
 
 
 def model_runtime(options: RunOptions) -> ModelRuntime:
@@ -182,9 +185,11 @@ def run_pipeline(
     options: RunOptions,
     pipeline_id: str = "",
 ) -> Outcome:
-    """Plan, check (`preflight`, a judge for the tasks that need one) and execute a pipeline;
-    its resolved configuration (grade nodes' default judge included) is stored with the
-    execution. Nothing is written before the pipeline has passed its checks."""
+    """Plan, check (`preflight`, a judge for the tasks that need one, OS isolation for python
+    checks) and execute a pipeline; its resolved configuration (grade nodes' default judge
+    included) is stored with the execution. Nothing is written before the pipeline has passed
+    its checks."""
+    from harness.pipeline.isolation import require_isolation
     from harness.pipeline.judges import project_judge, require_judges, with_default_judge
     from harness.pipeline.progress import Board  # rich: only for a run, not a check
     from harness.tracing import NO_TRACER, open_run_tracer
@@ -196,6 +201,7 @@ def run_pipeline(
         check_executor(options.executor)
     preflight(pipeline)
     require_judges(pipeline)
+    require_isolation(pipeline, options.unsafe_checkers)
     config = {"source": str(source), "dag": data}
     pipeline_id = pipeline_id or new_id("dag-")
     execution = Execution()
@@ -232,6 +238,7 @@ def run_pipeline(
                 config=config,
                 executor=options.executor,
                 workers=options.workers,
+                unsafe_checkers=options.unsafe_checkers,
             )
 
             async def main() -> Execution:

@@ -15,6 +15,7 @@ from harness.compare import ComparisonResult, compare_runs
 from harness.defaults import MAX_ERROR_RATE
 from harness.gate import GateResult, gate_run, load_gate_config
 from harness.gate.suites import choose_runs
+from harness.pipeline.isolation import missing_isolation
 from harness.pipeline.judges import JUDGE_HINT, missing_judge, project_judge
 from harness.pipeline.nodes import NodeContext
 from harness.pipeline.nodes.grade import grade_run
@@ -181,8 +182,9 @@ def regrade(
     new run: a copy of its episodes whose configuration records `regraded_from`, the judge and
     the tasks' current content, graded in a pass of its own. The first run's verdicts, which a
     gate may have decided on, stay as they were. The judge defaults to the one the run was
-    graded with, else the project file's; tasks that need a judge and have none stop it before
-    anything is written."""
+    graded with, else the project file's; tasks that need a judge and have none, or python checks
+    and no OS isolation here (without `options.unsafe_checkers`), stop it before anything is
+    written."""
     store = open_store(options.store, f"no run {run_id!r} in the store")
     try:
         info = stored_run(store, run_id)
@@ -190,11 +192,15 @@ def regrade(
         played = {task for task, _ in store.episode_keys(run_id)}
         judge = judge or info.config.get("judge_model")
         judge_ref = ModelRef.model_validate(judge) if judge else project_judge()
+        cases = [c for c in task_set.cases if c.task.id in played]
+        where = Location(", ".join(task_set.source.get("paths", [])))
         if judge_ref is None:
-            missing = missing_judge([c for c in task_set.cases if c.task.id in played])
+            missing = missing_judge(cases)
             if missing is not None:
-                where = Location(", ".join(task_set.source.get("paths", [])))
                 raise SpecError.at(where, "", f"{missing}: {JUDGE_HINT}")
+        unisolated = missing_isolation(cases, options.unsafe_checkers)
+        if unisolated is not None:
+            raise SpecError.at(where, "", unisolated)
         grading = new_id("grade-")
         values = {
             "regraded_from": run_id,
@@ -213,7 +219,10 @@ def regrade(
 
         async def grade(runtime: ModelRuntime) -> None:
             with Board(enabled=options.progress) as board:
-                ctx = NodeContext(store, runtime, NO_TRACER, board, "", "grade")
+                unsafe = options.unsafe_checkers
+                ctx = NodeContext(
+                    store, runtime, NO_TRACER, board, "", "grade", unsafe_checkers=unsafe
+                )
                 await grade_run(run, judge_ref, concurrency, grading, ctx)
 
         _with_runtime(options, grade)

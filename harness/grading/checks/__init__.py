@@ -31,6 +31,9 @@ class CheckContext:
     task: Task
     runtime: ModelRuntime = field(default_factory=ModelRuntime)
     judge_model: ModelRef | None = None
+    # Checker code may run without OS isolation where there is none (`--unsafe-checkers`, a
+    # grade node's `sandbox: none`); otherwise it is refused.
+    unsafe_checkers: bool = False
 
 
 Handler = Callable[[Any, Transcript, CheckContext], Any]
@@ -73,6 +76,7 @@ async def run_check(spec: CheckBase, transcript: Transcript, context: CheckConte
         weight=spec.weight,
         diagnostic=spec.diagnostic,
         sandbox=found.sandbox,
+        sandbox_limits=found.limits,
         usage=found.usage,
     )
 

@@ -130,13 +130,26 @@ def interpret(value: Any, threshold: float) -> Finding:
     )
 
 
+UNSANDBOXED_NOTE = " [unsandboxed: checker code ran without OS isolation]"
+
+
 @register_check(PythonCheck)
 async def check_python(spec: PythonCheck, transcript: Transcript, context: CheckContext) -> Finding:
-    from harness.grading.sandbox import SandboxLimits, run_checker
+    from harness.grading.sandbox import UNSANDBOXED, SandboxLimits, run_checker
 
     code = spec.code if spec.code is not None else Path(spec.file or "").read_text()
     limits = SandboxLimits(wall_s=spec.timeout_s, memory_mb=spec.memory_mb)
-    result = await run_checker(code, spec.function, arguments(spec, transcript, context), limits)
-    if not result.ok:
-        return Finding("error", f"checker failed: {result.error}", sandbox=result.backend)
-    return dataclasses.replace(interpret(result.value, spec.threshold), sandbox=result.backend)
+    args = arguments(spec, transcript, context)
+    result = await run_checker(code, spec.function, args, limits, unsafe=context.unsafe_checkers)
+    if result.ok:
+        found = interpret(result.value, spec.threshold)
+    else:
+        found = Finding("error", f"checker failed: {result.error}")
+    # A verdict of code that ran with no boundary says so wherever it is read.
+    note = UNSANDBOXED_NOTE if result.backend == UNSANDBOXED else ""
+    return dataclasses.replace(
+        found,
+        reason=found.reason + note,
+        sandbox=result.backend or None,
+        limits=result.limits or None,
+    )

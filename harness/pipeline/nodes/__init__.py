@@ -39,6 +39,8 @@ class NodeContext:
     config: dict[str, Any] = field(default_factory=dict)  # the pipeline's resolved configuration
     executor: str | None = None  # where `simulate` plays episodes (`local`, `ray`), if told
     workers: int | None = None  # Ray workers (default: one per CPU of the cluster)
+    # Checker code may run without OS isolation where there is none (`--unsafe-checkers`).
+    unsafe_checkers: bool = False
 
 
 Run = Callable[[Any, list[Any], NodeContext], Awaitable[NodeOutput]]

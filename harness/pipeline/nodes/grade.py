@@ -7,8 +7,9 @@ new run id (`harness grade RUN_ID` too: `harness.pipeline.stored.regrade`)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import Counter
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -32,6 +33,13 @@ class GradeParams(Spec):
     )
     concurrency: int = Field(
         default=8, ge=1, le=MAX_CONCURRENCY, description="Episodes graded at once."
+    )
+    sandbox: Literal["auto", "none"] = Field(
+        default="auto",
+        description="auto: bubblewrap or Docker, and python checks are refused where neither is "
+        "available; none: checker code may run without OS isolation where neither is available "
+        "(bubblewrap or Docker are still used when present); every such verdict and the run "
+        "summary say so.",
     )
 
 
@@ -77,7 +85,8 @@ async def grade_run(
             with ctx.tracer.span(
                 "harness.grade", {"task_id": case.task.id}, span_attributes, parent=parent
             ) as span:
-                verdict = await grade(transcript, CheckContext(case.task, ctx.runtime, judge))
+                context = CheckContext(case.task, ctx.runtime, judge, ctx.unsafe_checkers)
+                verdict = await grade(transcript, context)
                 if span is not None:
                     span.output = verdict
             ctx.store.add_verdict(run.run_id, verdict, grading)
@@ -91,6 +100,8 @@ async def grade_run(
 
 async def run(params: GradeParams, inputs: list[Any], ctx: NodeContext) -> Graded:
     [episodes] = inputs
+    if params.sandbox == "none":  # this node's own permission, besides --unsafe-checkers
+        ctx = dataclasses.replace(ctx, unsafe_checkers=True)
     graded = claim_run_to_grade(episodes, params.judge_model, ctx.key, ctx)
     counts = await grade_run(graded, params.judge_model, params.concurrency, ctx.key, ctx)
     if graded.run_id != episodes.run_id:
