@@ -1,6 +1,6 @@
 """The Acme support bot as it runs in production: plain Python, instrumented with Weave.
 
-Conventions the harness reads back from the traces (see harness/traces/reconstruct.py):
+Conventions the harness reads back from the traces (see harness/production/reconstruct.py):
 - each customer turn is one `@weave.op(kind="agent")` call whose input `conversation` is the
   conversation so far (role/content dicts, newest last) and whose output is the reply text;
 - each tool is an `@weave.op(kind="tool")` call under it, named after the tool, with the tool's

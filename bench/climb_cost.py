@@ -1,6 +1,10 @@
 """What one accepted improvement costs: the scripted climb demo (climbs/refund-window.yaml) run
-in a scratch copy of the bundled folders, with episodes and model calls spent and the wall time
-split between simulation, grading and reflection.
+in a scratch copy of the bundled folders, with episodes and model calls spent, the wall time
+split between simulation, grading and reflection, and the overhead of one candidate evaluation:
+its wall time beyond playing and grading its episodes (building the candidate, reaching the
+store, the runtime and the event loop, scoring it). Every evaluation runs in the climb's one
+session, so this is a few milliseconds; the climb that ran a pipeline per evaluation (writing
+the candidate's file, loading the tasks, opening the store) spent 200-310 ms on this machine.
 
 Run: python bench/climb_cost.py
 """
@@ -13,6 +17,7 @@ import sqlite3
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,6 +31,24 @@ def model_calls(store: Path) -> int:
     return sum(json.loads(u)["agent"]["calls"] + json.loads(u)["user"]["calls"] for (u,) in rows)
 
 
+def timed_evaluations() -> list[float]:
+    """Wall time of every candidate evaluation the climb makes (its adapter's `play`)."""
+    from harness.climb.adapter import HarnessAdapter
+
+    times: list[float] = []
+    play = HarnessAdapter.play
+
+    def timed(self: HarnessAdapter, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return play(self, *args, **kwargs)
+        finally:
+            times.append(time.perf_counter() - started)
+
+    HarnessAdapter.play = timed  # type: ignore[method-assign]
+    return times
+
+
 def main() -> None:
     os.environ.setdefault("WANDB_MODE", "disabled")
     os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")
@@ -33,6 +56,7 @@ def main() -> None:
     from harness.pipeline.runner import RunOptions
     from harness.specs.load import load_climb
 
+    evaluations = timed_evaluations()
     with tempfile.TemporaryDirectory() as scratch:
         for folder in ("tasks", "personas", "agents", "ci", "climbs"):
             shutil.copytree(ROOT / folder, Path(scratch) / folder)
@@ -58,6 +82,13 @@ def main() -> None:
         print(f"  {name:<24} {part:6.1f} s  {part / wall:5.1%}")
     other = wall - simulate - grade - reflect
     print(f"  {'other (loading, gate)':<24} {other:6.1f} s  {other / wall:5.1%}")
+    # What an evaluation costs beyond playing and grading its episodes: building and loading
+    # the candidate, opening what it runs on, reading its scores.
+    overhead = sum(evaluations) - simulate - grade
+    count = max(len(evaluations), 1)
+    each = sum(evaluations) / count * 1e3
+    print(f"evaluations                {len(evaluations)}  {each:.0f} ms each")
+    print(f"per-evaluation overhead    {overhead / count * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,13 @@ end, start-up included on both sides; the ideal being calls x latency / concurre
 dependent calls per episode), and peak RSS; then the one-task start-up time (wall time beyond
 its 4 model calls). The last line is machine-readable.
 
+One more case plays the same tasks with the user as an LLM persona and an `llm_judge` check,
+both models on the fake server (`openai/user-sim` and `openai/judge`): 4 agent calls, one user
+simulator call and one judge call per episode, traces off. Its CPU milliseconds per model call
+(net of its own one-task start-up, as above) are printed against the bare client's: the user
+simulators and judges of every episode and check go through one provider and one SDK client per
+model reference (issue 28), as the agent does.
+
 The client is there twice: as users call it (`chat.completions.create`), which the targets are
 measured against, and posting the same bodies with `client.post`, the route the harness takes
 (`harness/models/openai_provider.py`: it skips `create`'s parameter transform, 40 to 45% of the
@@ -39,8 +46,10 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("OPENAI_API_KEY", "bench-not-a-real-key")
 SETTINGS = {"50": (0.05, 100), "200": (0.2, 20)}  # latency (s), concurrency
 CALLS_PER_EPISODE = 4
+LLM_CALLS_PER_EPISODE = CALLS_PER_EPISODE + 2  # and one user simulator call, one judge call
 ROUNDS = 2  # interleaved rounds per setting; each figure is their median
 CLIENT, CLIENT_POST = "bare openai client", "bare client, post"
+LLM_ROLES = "LLM user + judge"
 ENV = {
     **os.environ,
     "WANDB_MODE": "disabled",
@@ -49,8 +58,16 @@ ENV = {
     "OPENAI_API_KEY": "bench-not-a-real-key",
     "COLUMNS": "200",
 }
+# The judge and the LLM user simulator are told apart by their system prompts; a rule with
+# no `tool` never answers a tool result, so the agent's rules below see what they saw before.
 SERVER_SCRIPT = """kind: script
 rules:
+  - when: {system: impartial evaluator}
+    reply: '{"reasoning": "The agent gave the tracking number.", "passed": true}'
+  - when: {system: You are playing a user, matches: "(?i)anything else"}
+    reply: "No, thank you. ###STOP###"
+  - when: {system: You are playing a user}
+    reply: Could you look it up please?
   - when: {tool: get_order}
     reply: "Order {result.order_id} is {result.status}; tracking {result.tracking}. Anything else?"
   - when: {tool: list_orders}
@@ -68,6 +85,15 @@ scripted_turns:
     reply: "No, thank you. ###STOP###"
   - reply: Could you look it up please?
 """
+LLM_PERSONA = """kind: persona
+name: brief
+description: Says thanks and leaves once answered.
+model: {id: openai/user-sim, base_url: URL/v1, max_concurrency: 1000}
+"""
+JUDGE_CHECK = """  - kind: llm_judge
+    name: tells where the order is
+    criterion: The agent tells the user where the order is, with its tracking number.
+"""
 AGENT = """kind: agent
 name: bench-agent
 model: {id: openai/fake, base_url: URL/v1, max_concurrency: 1000}
@@ -77,7 +103,9 @@ parameters: {max_tool_steps: 8}
 """
 
 
-def task_yaml(index: int) -> str:
+def task_yaml(index: int, llm: bool = False) -> str:
+    """A task of the workload; `llm`: with an `llm_judge` check as well (its persona, of the
+    same name, is an LLM in the folder of LLM tasks)."""
     return f"""kind: task
 id: status-{index:04d}
 title: Where is my order
@@ -101,18 +129,21 @@ checks:
   - kind: text
     name: gives the tracking number
     contains: 1Z999AA10123456784
-"""
+""" + (JUDGE_CHECK if llm else "")
 
 
 def make_workload(folder: Path, tasks: int, url: str) -> None:
-    (folder / "tasks/data").mkdir(parents=True)
-    shutil.copy(ROOT / "tasks/support/data/desk.json", folder / "tasks/data/desk.json")
-    for index in range(tasks):
-        (folder / f"tasks/status-{index:04d}.yaml").write_text(task_yaml(index))
-    shutil.copytree(folder / "tasks/data", folder / "one-task/data")
-    (folder / "one-task/status-0000.yaml").write_text(task_yaml(0))
-    (folder / "personas").mkdir()
-    (folder / "personas/brief.yaml").write_text(PERSONA)
+    """The suites of the scripted user (`tasks`, `one-task`) and of the LLM user and judge
+    (`llm/tasks`, `llm/one-task`, with their persona), and the agent."""
+    for base, llm, persona in ((folder, False, PERSONA), (folder / "llm", True, LLM_PERSONA)):
+        (base / "tasks/data").mkdir(parents=True)
+        shutil.copy(ROOT / "tasks/support/data/desk.json", base / "tasks/data/desk.json")
+        for index in range(tasks):
+            (base / f"tasks/status-{index:04d}.yaml").write_text(task_yaml(index, llm))
+        shutil.copytree(base / "tasks/data", base / "one-task/data")
+        (base / "one-task/status-0000.yaml").write_text(task_yaml(0, llm))
+        (base / "personas").mkdir()
+        (base / "personas/brief.yaml").write_text(persona.replace("URL", url))
     (folder / "agent.yaml").write_text(AGENT.replace("URL", url))
 
 
@@ -133,13 +164,19 @@ def server_requests(url: str) -> int:
     return int(httpx.get(f"{url}/stats").json()["requests"])
 
 
-def run_harness(folder: Path, tasks: int, concurrency: int, traced: bool) -> dict[str, float]:
-    """`harness run-eval` in a child process: its wall time, CPU time and peak RSS."""
+def run_harness(
+    folder: Path, tasks: int, concurrency: int, traced: bool, judge: str | None = None
+) -> dict[str, float]:
+    """`harness run-eval` in a child process: its wall time, CPU time and peak RSS. With a
+    `judge` (a model reference), the suite of the LLM user and `llm_judge` checks."""
     out = folder / f"run-{tasks}-{concurrency}-{traced}-{time.monotonic_ns()}"
     suite = "tasks" if tasks > 1 else "one-task"  # a suite of one task, not one of 500
+    if judge is not None:
+        suite = f"llm/{suite}"
     command = [sys.executable, "-m", "harness", "run-eval", "--tasks", suite]
     command += ["--agent", "agent.yaml", "--concurrency", str(concurrency)]
-    command += ["--store", str(out / "results.db"), "--no-cache", "--judge-model", "local/none"]
+    command += ["--store", str(out / "results.db"), "--no-cache"]
+    command += ["--judge-model", judge or "local/none"]
     command += ["--traces", str(out / "traces.db")] if traced else ["--no-traces"]
     started = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -263,7 +300,24 @@ def one_round(folder: Path, url: str, tasks: int, concurrency: int) -> dict[str,
         side = f"harness traces {'on' if traced else 'off'}"
         sides[side] = {"wall": full["wall"], "cpu": net, "peak_mib": full["peak_mib"]}
     sides["one task"] = {"wall": one[True]["wall"]}
+    sides[LLM_ROLES] = llm_roles(folder, url, tasks, concurrency)
     return sides
+
+
+def llm_roles(folder: Path, url: str, tasks: int, concurrency: int) -> dict[str, float]:
+    """The LLM user and judge case, traces off: wall time, CPU ms per model call net of its
+    one-task start-up, peak RSS."""
+    judge = f"{{id: openai/judge, base_url: {url}/v1, max_concurrency: 1000}}"
+    one = run_harness(folder, 1, concurrency, False, judge)
+    before = server_requests(url)
+    full = run_harness(folder, tasks, concurrency, False, judge)
+    calls = server_requests(url) - before
+    if calls != tasks * LLM_CALLS_PER_EPISODE:
+        sys.exit(
+            f"LLM user and judge case: {calls} calls, expected {tasks * LLM_CALLS_PER_EPISODE}"
+        )
+    net = (full["cpu"] - one["cpu"]) * 1000 / (calls - LLM_CALLS_PER_EPISODE)
+    return {"wall": full["wall"], "cpu": net, "peak_mib": full["peak_mib"]}
 
 
 def main() -> None:
@@ -301,15 +355,19 @@ def main() -> None:
                     continue
                 peak = max(peak, result.get("peak_mib", 0.0))
                 mib = f"{result['peak_mib']:9.0f}" if "peak_mib" in result else f"{'':>9}"
+                # The LLM case's ideal is another (more calls, the judge's after the episodes).
+                ratio = f"{'':>11}" if side == LLM_ROLES else f"{ideal / result['wall']:11.2f}"
                 print(
                     f"{name + ' ms x ' + str(concurrency):<12} {side:<18} "
                     f"{result['wall']:7.2f} {result['cpu']:12.2f} {result['cpu'] / bare_cpu:9.2f} "
-                    f"{ideal / result['wall']:11.2f} {mib}"
+                    f"{ratio} {mib}"
                 )
             efficiency = {side: ideal / result["wall"] for side, result in sides.items()}
             if name == "50":
                 summary["cpu_ratio_traced"] = sides["harness traces on"]["cpu"] / bare_cpu
                 summary["cpu_ratio_untraced"] = sides["harness traces off"]["cpu"] / bare_cpu
+                summary["cpu_ms_per_call_llm_roles"] = sides[LLM_ROLES]["cpu"]
+                summary["cpu_ratio_llm_roles"] = sides[LLM_ROLES]["cpu"] / bare_cpu
                 summary["efficiency_50_vs_client"] = (
                     efficiency["harness traces on"] / efficiency[CLIENT]
                 )
@@ -328,8 +386,14 @@ def main() -> None:
     )
     print(f"one-task run-eval, traced: {summary['startup_s']:.2f} s beyond its model calls")
     print(
+        f"LLM user and llm_judge case, traces off, at 50 ms: CPU "
+        f"{summary['cpu_ms_per_call_llm_roles']:.2f} ms per model call, "
+        f"{summary['cpu_ratio_llm_roles']:.2f} x the bare client's"
+    )
+    print(
         f"cpu_ratio_traced={summary['cpu_ratio_traced']:.2f} "
         f"cpu_ratio_untraced={summary['cpu_ratio_untraced']:.2f} "
+        f"cpu_ratio_llm_roles={summary['cpu_ratio_llm_roles']:.2f} "
         f"efficiency_200={summary['efficiency_200']:.2f} "
         f"efficiency_50_vs_client={summary['efficiency_50_vs_client']:.2f} "
         f"startup_s={summary['startup_s']:.2f} peak_mib={peak:.0f}"

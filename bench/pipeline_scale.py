@@ -54,8 +54,8 @@ def make_suite(folder: Path) -> Path:
 def run_mode(folder: Path, episodes: int, traced: bool) -> dict[str, float]:
     """One measurement, in this process (the parent runs each mode in a child)."""
     os.chdir(folder)
-    from harness.cli.templates import RUN_EVAL_SHORTCUTS, flags_dag
     from harness.pipeline.runner import RunOptions, run_pipeline, with_overrides
+    from harness.pipeline.templates import RUN_EVAL_SHORTCUTS, flags_dag
     from harness.store import Store
 
     tasks = len(TEMPLATES) * TASKS_PER_TEMPLATE

@@ -66,8 +66,8 @@ def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
 
 def run(folder: Path, url: str, trials: int, executor: str, workers: int | None, limit=None):
     """One pipeline into a fresh store: (episodes, simulate seconds, pipeline seconds)."""
-    from harness.cli.templates import RUN_EVAL_SHORTCUTS, flags_dag
     from harness.pipeline.runner import RunOptions, run_pipeline, with_overrides
+    from harness.pipeline.templates import RUN_EVAL_SHORTCUTS, flags_dag
 
     selection = {"limit": limit} if limit else None
     data = flags_dag(

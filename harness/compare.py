@@ -4,6 +4,7 @@ pass^k, breakdowns, deltas, and the tasks that flipped."""
 
 from __future__ import annotations
 
+import html
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,6 @@ from harness import defaults
 from harness.grading.relative import compare_pair
 from harness.grading.result import Verdict as GradedVerdict
 from harness.models import ChatModel
-from harness.sim.suite import TaskCase
 from harness.stats import (
     at_most,
     clustered_difference,
@@ -26,7 +26,8 @@ from harness.stats import (
     run_rate,
     suite_pass_hat_k,
 )
-from harness.store import EpisodeRow, Store
+from harness.store import EpisodeRow, PlayedTask, Store
+from harness.store.tasks import full_task
 from harness.transcript import EndReason, Side, Usage
 
 Key = tuple[str, int]  # (task id, trial)
@@ -295,6 +296,22 @@ class ComparisonResult(BaseModel):
         default=None, description="The relative judge's win rate, when it was asked."
     )
 
+    def _repr_html_(self) -> str:
+        """The comparison in a notebook: both rates, the paired difference, the verdict."""
+        side = "{:.1%} [{:.1%}, {:.1%}]".format
+        d = self.tasks
+        rows = [
+            f"A {side(self.a.rate, self.a.low, self.a.high)}, "
+            f"B {side(self.b.rate, self.b.low, self.b.high)} ({self.pairs} pairs)",
+            f"B - A {d.difference:+.1%} [{d.low:+.1%}, {d.high:+.1%}] over {d.tasks} tasks, "
+            f"p = {d.p_value:.3g}",
+            f"verdict: {self.verdict}"
+            + (f" ({self.verdict_reason})" if self.verdict_reason else ""),
+            "flipped to pass: " + (", ".join(self.flipped_to_pass) or "none"),
+            "flipped to fail: " + (", ".join(self.flipped_to_fail) or "none"),
+        ]
+        return "<br>".join(html.escape(row) for row in rows)
+
 
 def paired_keys(a: GradedEpisodes, b: GradedEpisodes) -> tuple[list[Key], set[Key]]:
     """The (task, trial) pairs both sides graded without error, and those left out (both
@@ -405,7 +422,7 @@ def _spend(side: GradedEpisodes, keys: list[Key]) -> Spend:
 
 
 def _breakdowns(
-    a: GradedEpisodes, b: GradedEpisodes, keys: list[Key], cases: list[TaskCase]
+    a: GradedEpisodes, b: GradedEpisodes, keys: list[Key], cases: Sequence[PlayedTask]
 ) -> dict[str, dict[str, PassRates]]:
     """Both sides' pass rates per task level and per tag."""
     by_case = {case.task.id: case.task for case in cases}
@@ -442,7 +459,7 @@ def error_bounds(
 def compare_episodes(
     a: GradedEpisodes,
     b: GradedEpisodes,
-    cases: list[TaskCase],
+    cases: Sequence[PlayedTask],
     alpha: float = 0.05,
     max_error_rate: float = defaults.MAX_ERROR_RATE,
 ) -> ComparisonResult:
@@ -499,10 +516,14 @@ def compare_episodes(
 
 
 async def judge_pairs(
-    store: Store, a: GradedEpisodes, b: GradedEpisodes, cases: list[TaskCase], judge: ChatModel
+    store: Store,
+    a: GradedEpisodes,
+    b: GradedEpisodes,
+    cases: Sequence[PlayedTask],
+    judge: ChatModel,
 ) -> RelativeJudgement:
     """The relative judge over every (task, trial) both sides played: win rate of B over A."""
-    tasks = {case.task.id: case.task for case in cases}
+    tasks = {case.task.id: full_task(case) for case in cases}
     a_transcripts = {(t.task_id, t.trial): t for t, _, _ in store.transcripts(a.run_id)}
     scores: dict[str, list[float]] = defaultdict(list)
     failures, usage = 0, Usage()
@@ -537,7 +558,7 @@ async def compare_runs(
     store: Store,
     run_a: str,
     run_b: str,
-    cases: list[TaskCase],
+    cases: Sequence[PlayedTask],
     judge: ChatModel | None = None,
     max_error_rate: float = defaults.MAX_ERROR_RATE,
 ) -> ComparisonResult:

@@ -91,3 +91,15 @@ def cluster() -> Iterator[Cluster]:
             subprocess.run(_as_owner(stop, owner), capture_output=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def serving() -> Iterator[Cluster]:
+    """A cluster for the length of a fixture (`pytest.fixture(scope=...)(serving)`); the test
+    is skipped where psycopg or the server binaries are missing."""
+    import pytest
+
+    pytest.importorskip("psycopg", reason="the postgres extra: pip install -e '.[postgres]'")
+    if server_bin() is None:
+        pytest.skip("no PostgreSQL server (initdb, pg_ctl): apt-get install postgresql")
+    with cluster() as running:
+        yield running

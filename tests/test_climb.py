@@ -3,6 +3,7 @@ better on held-out tasks ships. Deterministic with the scripted reflection model
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ from harness.climb.search import split_tasks
 from harness.domains.base import resolve_domain
 from harness.domains.support import SupportDesk
 from harness.sim.suite import TaskCase
+from harness.specs.agent import AgentVariant
 from harness.specs.climb import ClimbTasks
 from harness.specs.load import Loaded, load_agent
 from harness.specs.overrides import Override
@@ -133,10 +135,16 @@ def test_tool_descriptions_can_be_climbed(project: Path) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     climb_id = re.search(r"climb (climb-\S+):", done.stdout)
     assert climb_id, done.stdout
-    files = list((project / ".harness" / "climbs" / climb_id[1] / "candidates").glob("*.yaml"))
-    proposed = [f for f in files if f.stem != "production"]
-    assert proposed, files
-    variant = load_agent(proposed[0]).spec
+    # Candidates are played in memory (no file each): the variant a proposal's run played is
+    # the one its run recorded.
+    with sqlite3.connect(project / ".harness" / "results.db") as db:
+        played = db.execute(
+            "SELECT r.config FROM climb_evaluations e JOIN runs r ON r.id = e.run_id"
+            " WHERE e.climb_id = ? AND e.candidate <> 'production'",
+            (climb_id[1],),
+        ).fetchall()
+    assert played, climb_id
+    variant = AgentVariant.model_validate(json.loads(played[0][0])["variant"])
     proposal = variant.tool_descriptions["issue_refund"]
     (docstring,) = resolve_domain("support", ROOT).tool_specs(["issue_refund"])
     assert proposal and proposal != docstring.description  # the reflection model's text

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.grading.result import Verdict
+from harness.production.episodes import from_trace
 from harness.store import Store
-from harness.traces.episodes import from_trace
 from harness.tracing import Tracer, open_local_client
 from tests.conftest import JUDGE, SCRIPTED, run_harness
 

@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from harness.outcomes import DEFAULT
+from harness.production.calls import Filters, read_jsonl
+from harness.production.reconstruct import conversations
 from harness.testing.fake_server import FakeServer
-from harness.traces.calls import Filters, read_jsonl
-from harness.traces.reconstruct import conversations
 from tests.conftest import ROOT, run_harness
 from tests.helpdesk_app import FEEDBACK, SESSIONS, production_model
 

@@ -29,9 +29,11 @@ LAYERS: list[set[str]] = [
     },
     {"tracing"},
     {"models", "domains", "testing"},
-    {"sim", "grading", "traces"},
+    {"sim", "grading", "production", "traces", "sdk"},  # traces: production's deprecated name
     {"store"},
-    {"compare", "gate", "report", "pipeline", "climb", "scaffold", "view"},
+    {"engine", "compare", "gate", "report"},
+    {"api"},
+    {"pipeline", "climb", "scaffold", "view"},
     {"cli", "__main__"},
 ]
 LAYER_OF = {unit: index for index, units in enumerate(LAYERS) for unit in units}

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from harness.pipeline import executors
+from harness.engine import executors
 from tests.conftest import JUDGE
 
 BASELINE = "agents/support-baseline.yaml"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from rich.console import Console
 
-from harness.pipeline.progress import Board
+from harness.engine.progress import Board
 from harness.store import Store
 from harness.transcript import Usage
 from tests.conftest import ROOT, SCRIPTED, run_harness

@@ -101,7 +101,7 @@ def test_a_misspelt_plugin_check_kind_is_located(clinic_site: Path, tmp_path: Pa
 
 def test_a_task_names_its_domain_by_file(tmp_path: Path) -> None:
     (tmp_path / "my_domain.py").write_text(
-        "from harness.domains import Environment, tool\n\n"
+        "from harness.sdk import Environment, tool\n\n"
         "class MyDesk(Environment):\n"
         "    @tool\n"
         "    def ping(self, name: str) -> str:\n"
@@ -180,7 +180,7 @@ def test_project_plugins_register_for_every_command(tmp_path: Path) -> None:
     (tmp_path / "harness.yaml").write_text("plugins: [plugins/desk.py]\n")
     (tmp_path / "plugins").mkdir()
     (tmp_path / "plugins" / "desk.py").write_text(
-        "from harness.domains import Environment, register_domain, tool\n\n"
+        "from harness.sdk import Environment, register_domain, tool\n\n"
         "@register_domain\nclass Desk(Environment):\n    domain = 'desk'\n\n"
         "    @tool\n    def hello(self) -> str:\n        '''Say hello.'''\n        return 'hi'\n"
     )

@@ -8,8 +8,8 @@ import io
 import pytest
 from rich.console import Console
 
-from harness.pipeline import progress
-from harness.pipeline.progress import Board, Tracker
+from harness.engine.progress import Board, Tracker
+from harness.engine import progress
 
 
 def test_a_long_node_prints_a_line_per_tenth_with_rate_and_time_left(

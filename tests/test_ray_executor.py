@@ -235,7 +235,7 @@ def test_a_climb_on_ray_ships_what_a_local_climb_ships(
 
 
 def test_the_slots_of_a_dead_worker_come_back() -> None:
-    from harness.pipeline.ray_limits import EndpointLimits
+    from harness.engine.ray_limits import EndpointLimits
 
     limits = ray.remote(EndpointLimits).remote()
     endpoint = ("openai", "http://127.0.0.1:9/v1")

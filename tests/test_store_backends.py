@@ -477,7 +477,7 @@ TABLES = "SELECT table_name FROM information_schema.tables WHERE table_schema = 
         ),
         (
             "CREATE TABLE harness_schema (version INTEGER); INSERT INTO harness_schema VALUES (99)",
-            "results store of a newer harness (version 99, this one reads 4); move it aside or "
+            "results store of a newer harness (version 99, this one reads 5); move it aside or "
             "pass another --store",
         ),
     ],

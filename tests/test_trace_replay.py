@@ -747,8 +747,8 @@ def test_a_tool_whose_parameters_are_no_json_schema_is_reported_not_written(tmp_
 def test_a_note_naming_the_call_that_went_wrong_never_requires_it() -> None:
     import re
 
-    from harness.traces.derive import note_checks
-    from harness.traces.reconstruct import Conversation, Observation
+    from harness.production.derive import note_checks
+    from harness.production.reconstruct import Conversation, Observation
 
     production = Conversation(
         key="k",

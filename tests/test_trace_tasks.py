@@ -10,9 +10,9 @@ from pathlib import Path
 
 import yaml
 
+from harness.production.calls import CallRecord, Filters, Unreadable, read_jsonl
+from harness.production.reconstruct import conversations
 from harness.specs.load import load_task
-from harness.traces.calls import CallRecord, Filters, Unreadable, read_jsonl
-from harness.traces.reconstruct import conversations
 from tests.conftest import JUDGE, ROOT, run_harness
 
 DESK = str(ROOT / "tasks/support/data/desk.json")

@@ -352,10 +352,10 @@ def print_outcome(outcome: Outcome, store_path: StoreLocation, as_json: bool = F
     from harness.store import Store
 
     execution = outcome.execution
+    store = outcome.store or Store(store_path)  # the pipeline's, when it kept it open
     if as_json:
-        print_json(outcome_summary(outcome, store_path))
+        print_json(outcome_summary(outcome, store))
     console = make_console(stderr=as_json)
-    store = Store(store_path)
     try:
         reports = [o for o in execution.outputs.values() if isinstance(o, Report)]
         for output in [] if as_json else reports:
@@ -368,6 +368,7 @@ def print_outcome(outcome: Outcome, store_path: StoreLocation, as_json: bool = F
         errored = errored_runs(store, outcome)
     finally:
         store.close()
+        outcome.store = None
     if as_json:
         for run in errored:
             console.print(run.line(), style="red", markup=False, highlight=False, soft_wrap=True)

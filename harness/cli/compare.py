@@ -110,6 +110,7 @@ def compare(
         traces=None if no_traces else defaults.TRACE_STORE,
         on_start=announce,
         unsafe_checkers=unsafe_checkers,
+        keep_store=True,  # the summary reads the store the pipeline opened
     )
     with user_errors():
         use_project_of((tasks[0] if tasks else None) or a or b)  # before the project's judge

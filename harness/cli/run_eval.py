@@ -124,6 +124,7 @@ def run_eval(
         executor=executor_name(executor),
         workers=workers,
         unsafe_checkers=unsafe_checkers,
+        keep_store=True,  # the summary reads the store the pipeline opened
     )
     forms = {"a DAG file": dag, "--tasks/--agent": tasks or agent, "--resume": resume}
     with user_errors(), json_stdout(as_json):

@@ -36,8 +36,8 @@ def tasks_list(
     number of checks."""
     from rich.table import Table
 
-    from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
     from harness.project import use_project_of
+    from harness.sim.taskset import LoadTasksParams, load_task_set
 
     selection = task_selection(ids, tags, level, sample, seed, limit)
     params = LoadTasksParams.model_validate({"paths": [str(p) for p in paths], **selection})

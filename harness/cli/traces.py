@@ -15,7 +15,7 @@ from harness.cli._common import fail, make_console, parse_model_option, user_err
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from harness.traces.episodes import AppSession
+    from harness.production.episodes import AppSession
 
 traces_app = typer.Typer(
     help="Weave traces: the harness's episodes and apps' sessions (local store), exported or "
@@ -34,7 +34,7 @@ def traces_list(
     sessions apps recorded (root op, thread, status, feedback anywhere in the session)."""
     from rich.table import Table
 
-    from harness.traces.episodes import list_episodes, list_roots
+    from harness.production.episodes import list_episodes, list_roots
 
     if not store.is_file():
         fail(f"{store}: no trace store (run an eval first)")
@@ -94,8 +94,8 @@ def traces_show(
 ) -> None:
     """Print one recorded episode, or an app's session, as a readable conversation; a session
     also with its feedback and the failures found in it."""
+    from harness.production.episodes import find_episode, find_session
     from harness.report.conversation import print_conversation
-    from harness.traces.episodes import find_episode, find_session
 
     episode = find_episode(store, call_id) if store.is_file() else None
     if episode is not None and episode.transcript is not None:
@@ -114,8 +114,8 @@ def _print_session(session: AppSession, console: Console) -> None:
     it) and the failures `traces to-tasks` would find in it."""
     from rich.markup import escape
 
+    from harness.production.failures import failure_of
     from harness.report.conversation import print_conversation
-    from harness.traces.failures import failure_of
 
     conversation = session.conversation
     assert conversation is not None  # `traces_show` fails on a session it could not rebuild
@@ -158,8 +158,8 @@ SourceOpt = Annotated[
 
 def open_source(source: str, store: Path, filters: Any, problems: list[Any]) -> Any:
     """(calls iterator, closer) for a trace source."""
+    from harness.production.calls import read_client, read_jsonl
     from harness.specs.located import Location, SpecError
-    from harness.traces.calls import read_client, read_jsonl
     from harness.tracing import Tracer, open_local_client, open_tracer
 
     if source == "local":
@@ -190,7 +190,7 @@ def traces_export(
     store: TraceStoreOpt = defaults.TRACE_STORE,
 ) -> None:
     """Write calls as JSONL, one Weave call per line in the trace server's call schema."""
-    from harness.traces.calls import Filters, write_jsonl
+    from harness.production.calls import Filters, write_jsonl
 
     problems: list[Any] = []
     with user_errors():
@@ -270,10 +270,10 @@ def traces_to_tasks(
     """Turn production traces into regression tasks (one per cluster of near-duplicates)."""
     from harness.domains import UnknownDomain
     from harness.outcomes import ErrorValues
+    from harness.production.calls import Filters, parse_when
+    from harness.production.convert import TaskOptions
+    from harness.production.to_tasks import domain_for_tasks, to_tasks
     from harness.specs.located import Location, SpecError
-    from harness.traces.calls import Filters, parse_when
-    from harness.traces.convert import TaskOptions
-    from harness.traces.to_tasks import domain_for_tasks, to_tasks
 
     problems: list[Any] = []
     with user_errors():

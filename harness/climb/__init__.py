@@ -4,6 +4,8 @@ candidate ships only through the gate on held-out tasks (`accept`), as a variant
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from harness.climb.search import SearchResult, search
 from harness.pipeline.runner import RunOptions
 from harness.pipeline.types import WandbRun
 from harness.specs.climb import Climb
-from harness.specs.load import Loaded, load_agent
+from harness.specs.load import Loaded
 
 
 @dataclass
@@ -36,7 +38,15 @@ def run_climb(
     progress: Progress = lambda line: None,
 ) -> ClimbOutcome:
     """Search, accept through the gate, write the accepted variant (if any), and record the
-    decision in the results store and W&B."""
+    decision in the results store and W&B. The climb drives an event loop of its own: called
+    where one is running already (a notebook), it runs on a thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        with ThreadPoolExecutor(max_workers=1) as thread:
+            return thread.submit(run_climb, loaded, options, climb_id, progress).result()
     found = search(loaded, options, climb_id, progress)
     try:
         progress(f"search done: {found.candidates} candidates, {found.episodes} episodes")
@@ -44,11 +54,10 @@ def run_climb(
         written = None
         if decision.accepted:
             context = found.context
-            production = load_agent(context.production_file).spec
             written = write_accepted(
                 context.base / context.config.out,
                 context.production_file,
-                f"{production.name}-{context.config.name}",
+                f"{context.lineage[0]}-{context.config.name}",
                 found.best,
                 found.lineage,
                 decision.evidence,
@@ -56,7 +65,7 @@ def run_climb(
             )
         wandb_run = record_decision(found, decision, written)
     finally:
-        found.recorder.close()
+        found.session.close()
     return ClimbOutcome(found, decision, written, wandb_run)
 
 

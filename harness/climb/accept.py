@@ -9,9 +9,7 @@ from dataclasses import dataclass, field
 
 from harness.climb.search import SearchResult
 from harness.gate import gate_run, load_gate_config
-from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
 from harness.stats import at_most
-from harness.store import Store
 
 
 @dataclass
@@ -31,26 +29,18 @@ def accept(result: SearchResult) -> Acceptance:
         return Acceptance(False, ["no candidate beat production on the train tasks"])
     if not result.split.validation:
         return Acceptance(False, ["no held-out validation tasks to accept a candidate on"])
-    config, options = result.context.config, result.context.options
+    config = result.context.config
     fresh = config.trials  # search played trials 0..trials-1: acceptance plays new seeds
     play = result.adapter.play
-    production, _ = play({}, result.split.validation, fresh, purpose="acceptance")
-    candidate, _ = play(result.best, result.split.validation, fresh, purpose="acceptance")
+    production, played = play({}, result.split.validation, fresh, purpose="acceptance")
+    candidate, more = play(result.best, result.split.validation, fresh, purpose="acceptance")
     if production.run_id is None or candidate.run_id is None:
-        return Acceptance(False, ["the validation runs did not complete (see the pipeline log)"])
+        why = next((episode.error for episode in played + more if episode.error), "")
+        return Acceptance(False, [f"the validation runs did not complete: {why}"])
     gate_config = load_gate_config(config.gate)
-    base = result.context.base
-    params = LoadTasksParams(
-        paths=[str(base / p) for p in config.tasks.paths],
-        personas=str(base / config.tasks.personas) if config.tasks.personas else None,
-        ids=result.split.validation,
-    )
-    cases = load_task_set(params).cases
-    store = Store(options.store)
-    try:
-        gate = gate_run(store, gate_config, candidate.run_id, production.run_id, cases)
-    finally:
-        store.close()
+    cases = result.context.cases(result.split.validation)
+    store = result.session.store
+    gate = gate_run(store, gate_config, candidate.run_id, production.run_id, cases)
     comparison = gate.comparison  # production (A) against the candidate (B) on these tasks
     assert comparison is not None  # the gate had a baseline
     test = comparison.tasks

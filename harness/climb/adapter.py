@@ -1,6 +1,6 @@
 """The harness behind GEPA's `GEPAAdapter` protocol: a candidate is played as ordinary harness
-episodes (simulate + grade through the pipeline, stored like any run), and its failing
-transcripts become the feedback the reflection model reads."""
+episodes (played and graded by the engine on the climb's one event loop, stored like any run),
+and its failing transcripts become the feedback the reflection model reads."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from harness.climb.candidates import InvalidCandidate, candidate_id, changes, variant_yaml
+from harness.climb.candidates import CandidateVariants, InvalidCandidate, candidate_id, changes
+from harness.climb.session import ClimbSession, Played
 from harness.grading.result import Verdict
-from harness.pipeline.runner import RunOptions, run_pipeline
-from harness.pipeline.types import Graded
+from harness.sim.suite import TaskCase
+from harness.sim.taskset import TaskSet
 from harness.specs.climb import Climb
-from harness.store import Store
 from harness.transcript import Transcript
 
 
@@ -41,15 +41,23 @@ class Evaluation:
 
 @dataclass
 class ClimbContext:
-    """What the adapter needs of the climb: its config, files and run options."""
+    """What the adapter needs of the climb, loaded once: its config and files, the tasks, the
+    candidates as variants, and the session every evaluation runs in."""
 
     config: Climb
     base: Path
     production_file: Path
     seed: dict[str, str]
-    workdir: Path
-    options: RunOptions
+    suite: TaskSet  # every task of the climb (train and held out)
+    variants: CandidateVariants
+    lineage: list[str]  # production's name and the names it extends
+    session: ClimbSession
     recorder: Recorder | None = None
+
+    def cases(self, task_ids: Sequence[str]) -> list[TaskCase]:
+        """The tasks of these ids, as the suite lists them."""
+        wanted = set(task_ids)
+        return [case for case in self.suite.cases if case.task.id in wanted]
 
 
 class Recorder(Protocol):
@@ -74,7 +82,7 @@ class HarnessAdapter:
     propose_new_texts: ClassVar[Any] = None  # GEPA's own reflective proposer writes the texts
     spent_usd: float = 0.0
     episodes_played: int = 0
-    seconds: dict[str, float] = field(default_factory=dict)  # wall time per node kind
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time playing, grading
 
     def evaluate(
         self, batch: list[str], candidate: dict[str, str], capture_traces: bool = False
@@ -106,81 +114,31 @@ class HarnessAdapter:
     ) -> tuple[Evaluation, list[Episode]]:
         """Play a candidate (its changes to production; `texts`, GEPA's view of it) on tasks,
         as a stored run."""
+        ctx, trials = self.ctx, self.ctx.config.trials
         ident = candidate_id(changed)
-        variant = self.variant_file(ident, changed)
-        data = self.dag(variant, task_ids, first_trial)
-        outcome = run_pipeline(data, {}, Path(f"climb {self.ctx.config.name}"), self.ctx.options)
-        graded = outcome.execution.outputs.get("grade")
-        run_id = graded.run_id if isinstance(graded, Graded) else None
-        failure = next((s.error for s in outcome.execution.statuses.values() if s.error), "")
-        for status in outcome.execution.statuses.values():
-            self.seconds[status.kind] = self.seconds.get(status.kind, 0.0) + status.seconds
-        episodes, scores, cost = self.read_run(run_id, task_ids, failure)
-        self.spent_usd += cost
-        self.episodes_played += len(task_ids) * self.ctx.config.trials
-        evaluation = Evaluation(ident, run_id, scores, cost, len(task_ids) * self.ctx.config.trials)
-        if self.ctx.recorder is not None:
-            self.ctx.recorder.evaluated(evaluation, changed, texts, purpose)
-        return evaluation, episodes
-
-    def variant_file(self, ident: str, changed: dict[str, Any]) -> Path:
-        path = self.ctx.workdir / "candidates" / f"{ident}.yaml"
-        if not path.is_file():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            name = f"{self.ctx.config.name}-{ident}"
-            path.write_text(
-                variant_yaml(name, self.ctx.production_file, changed, "A climb candidate.")
-            )
-        return path
-
-    def dag(self, variant: Path, task_ids: list[str], first_trial: int) -> dict[str, Any]:
-        config = self.ctx.config
-        tasks = {"paths": [str(self.ctx.base / p) for p in config.tasks.paths], "ids": task_ids}
-        if config.tasks.personas:
-            tasks["personas"] = str(self.ctx.base / config.tasks.personas)
-        simulate = {"agent": str(variant), "set": config.overrides, "trials": config.trials}
-        if first_trial:
-            simulate["first_trial"] = first_trial
-        grade = {}  # without a judge of its own, the climb grades with the project's
-        if config.judge_model is not None:
-            grade["judge_model"] = config.judge_model.model_dump(exclude_none=True)
-        return {
-            "kind": "dag",
-            "name": f"climb-{config.name}",
-            "nodes": {
-                "tasks": {"uses": "load_tasks", "with": tasks},
-                "simulate": {"uses": "simulate", "needs": ["tasks"], "with": simulate},
-                "grade": {"uses": "grade", "needs": ["simulate"], "with": grade},
-            },
+        variant = ctx.variants.variant(ident, changed).spec
+        cases = ctx.cases(task_ids)
+        config = {
+            "agent": str(ctx.production_file),
+            "candidate": ident,
+            "overrides": list(ctx.config.overrides),
+            "trials": trials,
+            "first_trial": first_trial,
+            "variant": variant.model_dump(mode="json"),
+            "tasks": {**ctx.suite.source, "ids": [case.task.id for case in cases]},
+            "suite": {case.task.id: ctx.suite.task_hashes[case.task.id] for case in cases},
+            "lineage": [variant.name, *ctx.lineage],
         }
-
-    def read_run(
-        self, run_id: str | None, task_ids: list[str], failure: str
-    ) -> tuple[list[Episode], dict[str, float], float]:
-        """Per task: the mean verdict score over trials (an error scores 0), and the episode
-        with the lowest score for reflection."""
-        if run_id is None:
-            reason = failure or "the evaluation pipeline produced no run"
-            return [Episode(t, None, None, reason) for t in task_ids], {}, 0.0
-        store = Store(self.ctx.options.store)
-        try:
-            rows = list(store.episode_rows(run_id))
-            transcripts = {(t.task_id, t.trial): t for t, _, _ in store.transcripts(run_id)}
-        finally:
-            store.close()
-        by_task: dict[str, list[Any]] = {}
-        for row in rows:
-            by_task.setdefault(row.task_id, []).append(row)
-        scores, episodes, cost = {}, [], 0.0
-        for task_id in task_ids:
-            played = by_task.get(task_id, [])
-            cost += sum(r.usage.cost_usd + r.user_usage.cost_usd for r in played)
-            values = [_score(r.verdict) for r in played]
-            scores[task_id] = sum(values) / len(values) if values else 0.0
-            worst = min(played, key=lambda r: _score(r.verdict), default=None)
-            transcript = transcripts.get((task_id, worst.trial)) if worst else None
-            episodes.append(Episode(task_id, transcript, worst.verdict if worst else None))
-        return episodes, scores, cost
+        played = ctx.session.run(ctx.session.evaluate(variant, cases, config, trials, first_trial))
+        for kind, seconds in played.seconds.items():
+            self.seconds[kind] = self.seconds.get(kind, 0.0) + seconds
+        episodes, scores, cost = scored(played, task_ids)
+        self.spent_usd += cost
+        self.episodes_played += len(task_ids) * trials
+        evaluation = Evaluation(ident, played.run_id, scores, cost, len(task_ids) * trials)
+        if ctx.recorder is not None:
+            ctx.recorder.evaluated(evaluation, changed, texts, purpose)
+        return evaluation, episodes
 
     def make_reflective_dataset(
         self, candidate: dict[str, str], eval_batch: Any, components_to_update: list[str]
@@ -191,6 +149,26 @@ class HarnessAdapter:
         )
         records = [feedback(episode) for episode in episodes]
         return {component: records for component in components_to_update}
+
+
+def scored(played: Played, task_ids: list[str]) -> tuple[list[Episode], dict[str, float], float]:
+    """Per task: the mean verdict score over trials (an error scores 0), and the episode with
+    the lowest score for reflection; and what the episodes cost."""
+    if played.run_id is None:
+        reason = played.failure or "the evaluation produced no run"
+        return [Episode(t, None, None, reason) for t in task_ids], {}, 0.0
+    by_task: dict[str, list[tuple[Transcript, Verdict | None]]] = {}
+    for transcript, verdict in played.episodes:  # by task and trial
+        by_task.setdefault(transcript.task_id, []).append((transcript, verdict))
+    scores, episodes, cost = {}, [], 0.0
+    for task_id in task_ids:
+        trials = by_task.get(task_id, [])
+        cost += sum(t.usage.cost_usd + t.user_usage.cost_usd for t, _ in trials)
+        values = [_score(verdict) for _, verdict in trials]
+        scores[task_id] = sum(values) / len(values) if values else 0.0
+        worst = min(trials, key=lambda episode: _score(episode[1]), default=(None, None))
+        episodes.append(Episode(task_id, *worst))
+    return episodes, scores, cost
 
 
 def _score(verdict: Verdict | None) -> float:

@@ -1,5 +1,6 @@
-"""Candidates as GEPA sees them (component name -> text) and as harness runs them (a variant
-file that `extends` production and holds only what changed)."""
+"""Candidates as GEPA sees them (component name -> text) and as harness runs them: a variant
+that `extends` production and holds only what changed, built in memory (`CandidateVariants`)
+exactly as a variant file of those changes would load (`variant_yaml`)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,14 @@ from typing import Any
 
 import yaml
 
+from harness.sim.agent import check_agent
+from harness.sim.suite import TaskCase, check_variant
 from harness.specs.agent import AgentVariant
 from harness.specs.climb import Components
+from harness.specs.load import AGENT_FILES, Loaded
+from harness.specs.overrides import Override, apply_overrides, deep_merge
+from harness.specs.references import read_extends
+from harness.specs.validation import validate
 
 SYSTEM_PROMPT = "system_prompt"
 SKILL = "skill:"
@@ -78,6 +85,43 @@ def variant_yaml(
     data |= {"description": description, **changed}
     body = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
     return header + body
+
+
+CANDIDATE_DESCRIPTION = "A climb candidate."
+
+
+class CandidateVariants:
+    """Each candidate as a loaded variant, built once: production's file (its `extends` chain,
+    read once) merged with the candidate's changes and the climb's overrides, validated and
+    checked (against the climb's tasks too) as if `variant_yaml` had written it to a file that
+    extends production (the same variant, so the same content hash), with no file written."""
+
+    def __init__(
+        self,
+        production_file: Path,
+        prefix: str,
+        overrides: list[Override],
+        cases: list[TaskCase],
+    ):
+        self.production_file, self.prefix, self.overrides = production_file, prefix, overrides
+        self.cases = cases
+        self.data, self.positions = read_extends(production_file, "agent", AGENT_FILES)
+        self.built: dict[str, Loaded[AgentVariant]] = {}
+
+    def variant(self, ident: str, changed: dict[str, Any]) -> Loaded[AgentVariant]:
+        """The variant of a candidate (`ident`, as `candidate_id` names its changes)."""
+        if ident not in self.built:
+            name = f"{self.prefix}-{ident}"
+            own = {"name": name, "description": CANDIDATE_DESCRIPTION, **changed}
+            data = deep_merge(self.data, own)
+            data["extends"] = str(self.production_file)
+            positions = dict(self.positions)
+            data = apply_overrides(data, self.overrides, positions)
+            spec = validate(AgentVariant, data, positions, self.production_file)
+            loaded = check_agent(Loaded(spec, self.production_file, positions))
+            check_variant(loaded, self.cases)
+            self.built[ident] = loaded
+        return self.built[ident]
 
 
 def _parameter(name: str, text: str, bounds: tuple[float, float]) -> float | int:

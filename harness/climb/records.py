@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from harness.climb.adapter import Evaluation
@@ -36,11 +35,11 @@ def diff(parent: dict[str, str], candidate: dict[str, str]) -> str:
 
 class ClimbRecorder:
     """Writes a climb's candidates and evaluations to the store (as GEPA's callback and the
-    adapter's evaluation hook)."""
+    adapter's evaluation hook); the store is the climb's, closed with it."""
 
     def __init__(
         self,
-        store_path: Path,
+        store: Store,
         climb_id: str,
         config: Climb,
         seed: dict[str, str],
@@ -51,16 +50,13 @@ class ClimbRecorder:
     ):
         self.climb_id, self.config, self.seed = climb_id, config, seed
         self.progress, self.spent, self.train_size = progress, spent, train_size
-        self.store = Store(store_path)
+        self.store = store
         self.store.start_climb(climb_id, config.name, production, config.model_dump(mode="json"))
         self.parent: tuple[str, dict[str, str]] = ("production", seed)
         self.proposed: str | None = None  # the newest candidate of this iteration
         self.best_mean: dict[str, float] = {}
         self.episodes = 0
         self.iterations = 0  # GEPA's proposal iterations, resumed ones included
-
-    def close(self) -> None:
-        self.store.close()
 
     # GEPA's callbacks (gepa.core.callbacks.GEPACallback; each is optional)
 

@@ -4,25 +4,25 @@ production and regresses nothing."""
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.api.agent import load_agent
 from harness.climb.adapter import ClimbContext, HarnessAdapter
-from harness.climb.candidates import changes, seed_candidate
+from harness.climb.candidates import CandidateVariants, candidate_id, changes, seed_candidate
 from harness.climb.records import ClimbRecorder, Progress
+from harness.climb.session import ClimbSession, check_options
 from harness.defaults import STATE_DIR
+from harness.grading.requirements import missing_isolation, missing_judge, project_judge
 from harness.models import CompletionParams
-from harness.pipeline.isolation import missing_isolation
-from harness.pipeline.judges import missing_judge, project_judge
-from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
-from harness.pipeline.runner import RunOptions, model_runtime
+from harness.pipeline.runner import RunOptions
 from harness.sim.suite import TaskCase
+from harness.sim.taskset import LoadTasksParams, load_task_set
 from harness.specs.climb import Climb, ClimbTasks, Selection
-from harness.specs.load import Loaded, load_agent
+from harness.specs.load import Loaded
 from harness.specs.located import SpecError
 from harness.specs.overrides import Override
 from harness.specs.task import Provenance
@@ -57,6 +57,10 @@ class SearchResult:
     adapter: HarnessAdapter = field(repr=False)
     context: ClimbContext = field(repr=False)
     recorder: ClimbRecorder = field(repr=False)
+
+    @property
+    def session(self) -> ClimbSession:
+        return self.context.session
 
 
 def split_tasks(cases: list[TaskCase], spec: ClimbTasks) -> Split:
@@ -216,36 +220,64 @@ def search(
     climb_id: str = "",
     progress: Progress = lambda line: None,
 ) -> SearchResult:
-    """Run (or resume, with the same `climb_id`) GEPA's search on the train tasks."""
-    import gepa
-    from gepa.utils.stop_condition import MaxCandidateProposalsStopper, TimeoutStopCondition
-
+    """Run (or resume, with the same `climb_id`) GEPA's search on the train tasks. Every
+    evaluation runs in one session (`found.session`, which the caller closes): bad input is
+    found before it opens."""
     config, base = loaded.spec, loaded.path.parent
     climb_id = climb_id or new_id("climb-")
     production_file = (base / config.production).resolve()
-    overrides = [Override.parse_in(o, "agent") for o in config.overrides]
-    production = load_agent(production_file, overrides).spec
+    production = load_agent(production_file, config.overrides)
     params = LoadTasksParams(
         paths=[str(base / p) for p in config.tasks.paths],
         personas=str(base / config.tasks.personas) if config.tasks.personas else None,
     )
-    cases = load_task_set(params).cases
+    suite = load_task_set(params)
+    cases = suite.cases
     require_judge(cases, loaded)
     require_isolation(cases, loaded, options.unsafe_checkers)
-    seed = seed_candidate(production, config.components, tool_docs(cases, loaded))
+    seed = seed_candidate(production.variant, config.components, tool_docs(cases, loaded))
     split = split_tasks(cases, config.tasks)
     require_both_sides(split, cases, loaded)
+    overrides = [Override.parse_in(o, "agent") for o in config.overrides]
+    variants = CandidateVariants(production_file, config.name, overrides, cases)
+    variants.variant(candidate_id({}), {})  # production plays these tasks: checked before
+    check_options(options)
+    # Without a judge of its own, the climb grades with the run's (`--judge-model`) or project's.
+    judge = config.judge_model if config.judge_model is not None else options.judge_model
+    judge = judge if judge is not None else project_judge()
+    lineage = production.lineage()
+    session = ClimbSession(options, judge)  # the store: the first thing written
+    try:
+        context = ClimbContext(
+            config, base, production_file, seed, suite, variants, lineage, session
+        )
+        return _search(loaded, context, split, climb_id, progress)
+    except BaseException:
+        session.close()
+        raise
+
+
+def _search(
+    loaded: Loaded[Climb],
+    context: ClimbContext,
+    split: Split,
+    climb_id: str,
+    progress: Progress,
+) -> SearchResult:
+    import gepa
+    from gepa.utils.stop_condition import MaxCandidateProposalsStopper, TimeoutStopCondition
+
+    config, seed = loaded.spec, context.seed
     workdir = STATE_DIR / "climbs" / climb_id
     workdir.mkdir(parents=True, exist_ok=True)
-    context = ClimbContext(config, base, production_file, seed, workdir, options)
     adapter = HarnessAdapter(context)
-    reflection = Reflection(config, options)
+    reflection = Reflection(config, context.session)
     recorder = ClimbRecorder(
-        options.store,
+        context.session.store,
         climb_id,
         config,
         seed,
-        str(production_file),
+        str(context.production_file),
         progress,
         lambda: adapter.spent_usd + reflection.spent,
         len(split.train),
@@ -320,27 +352,23 @@ class FileLog:
 
 
 class Reflection:
-    """The reflection model as GEPA calls it (`prompt -> text`), through the harness runtime:
-    cached, retried, costed."""
+    """The reflection model as GEPA calls it (`prompt -> text`), through the climb's runtime
+    and event loop: cached, retried, costed."""
 
-    def __init__(self, config: Climb, options: RunOptions):
-        self.runtime = model_runtime(options)
-        self.model = self.runtime.model(config.reflection_model, role="reflection")
+    def __init__(self, config: Climb, session: ClimbSession):
+        self.session = session
+        self.model = session.runtime.model(config.reflection_model, role="reflection")
         self.spent = 0.0
         self.calls = 0
         self.seconds = 0.0
 
     def __call__(self, prompt: str) -> str:
-        async def ask() -> Any:
-            try:
-                return await self.model.complete(
-                    [Message(role="user", content=prompt)], [], CompletionParams(max_tokens=2048)
-                )
-            finally:
-                await self.runtime.aclose()
-
         started = time.perf_counter()
-        completion = asyncio.run(ask())
+        completion = self.session.run(
+            self.model.complete(
+                [Message(role="user", content=prompt)], [], CompletionParams(max_tokens=2048)
+            )
+        )
         self.seconds += time.perf_counter() - started
         self.spent += completion.usage.cost_usd
         self.calls += 1
@@ -349,8 +377,6 @@ class Reflection:
 
 def _lineage(result: Any, seed: dict[str, str], config: Climb) -> list[str]:
     """Candidate ids from production to the best, following GEPA's parents."""
-    from harness.climb.candidates import candidate_id
-
     chain, index = [], result.best_idx
     while index is not None:
         chain.append(candidate_id(changes(result.candidates[index], seed, config.components)))

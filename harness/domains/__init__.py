@@ -13,6 +13,7 @@ from harness.domains.base import (
     resolve_domain,
     tool,
 )
+from harness.domains.trace_replay import TraceReplay
 
 __all__ = [
     "DOMAINS",
@@ -21,6 +22,7 @@ __all__ = [
     "ToolOutcome",
     "ToolTimeout",
     "ToolUnavailable",
+    "TraceReplay",
     "UnknownDomain",
     "get_domain",
     "register_domain",

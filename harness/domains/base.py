@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import json
 import typing
@@ -96,56 +95,19 @@ class _Tool:
         return getattr(env, self.name)
 
 
-class _DataTool:
-    """A tool described by data (name, description, JSON-schema parameters), as an app offered
-    it to its model; `Environment.call_data_tool` runs it."""
-
-    is_async = False
-
-    def __init__(self, spec: ToolSpec):
-        from jsonschema.validators import validator_for
-
-        self.name, self.spec = spec.name, spec
-        self._validator = validator_for(spec.parameters)(spec.parameters)
-
-    def parse(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
-        if errors:
-            raise _BadArguments(
-                "; ".join(
-                    f"{'.'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in errors
-                )
-            )
-        return dict(arguments)
-
-    def bind(self, env: Environment) -> Callable[..., Any]:
-        return lambda **arguments: env.call_data_tool(self.name, arguments)
-
-
 class Environment:
     """A domain's state and tools. Subclasses add `@tool` methods and may give a `State` model
-    that validates a task's start state.
-
-    Hooks for tasks made from production traces (`harness traces to-tasks --domain REF`):
-    `observed_state(calls)` seeds the start state from the tool results production saw, and
-    `expected_state(calls)` states the final state a successful conversation implies; `calls`
-    are (tool, arguments, result) of production's successful tool calls, from any app, so a
-    hook should skip what it does not recognise. A domain whose tools are data rather than
-    methods (the bundled `replay` domain) overrides `for_state(state)` to return
-    `with_tools(specs)` and runs those tools in `call_data_tool(name, arguments)`."""
+    that validates a task's start state. A domain that also plays tasks made from production
+    traces (`harness traces to-tasks --domain REF`) mixes in `TraceReplay` for its hooks."""
 
     domain: ClassVar[str] = ""
     description: ClassVar[str] = ""
     """What the domain is, in a sentence: given to the simulated user and the judge."""
     policy: ClassVar[str] = ""
     """The rules an agent of this domain must follow: given to the judge."""
-    id_patterns: ClassVar[dict[str, str]] = {}
-    """The domain's kinds of ids, as name -> regex (e.g. `{"ticket_id": "T-[0-9]+"}`): tasks
-    made from production conversations name each id a user mentions by its kind. When none are
-    declared, any `AB-123`-like id is an `id`."""
     tool_timeout_s: ClassVar[float] = 30.0
     State: ClassVar[type[BaseModel] | None] = None
-    _tools: ClassVar[dict[str, _Tool | _DataTool]]
+    _tools: ClassVar[dict[str, _Tool]]  # and tools described by data (`TraceReplay.with_tools`)
 
     def __init__(self, state: dict[str, Any]):
         self.state: dict[str, Any] = copy_data(state)  # the caller's state is never changed
@@ -158,6 +120,9 @@ class Environment:
             for name, member in inspect.getmembers(cls, inspect.isfunction)
             if getattr(member, "__is_tool__", False)
         }
+        from harness.domains.trace_replay import adopt_hooks
+
+        adopt_hooks(cls)
 
     @classmethod
     def tool_specs(cls, names: list[str] | None = None) -> list[ToolSpec]:
@@ -168,38 +133,6 @@ class Environment:
     @classmethod
     def tool_names(cls) -> list[str]:
         return list(cls._tools)
-
-    @classmethod
-    def for_state(cls, state: dict[str, Any]) -> type[Environment]:
-        """The class that plays a task starting from `state`: this class, unless the domain's
-        tools are data of the task (the `replay` domain returns `with_tools` of the tools the
-        state records). Asked before a task's checks are matched against the tools, and for
-        every episode."""
-        return cls
-
-    @classmethod
-    def with_tools(cls, specs: list[ToolSpec]) -> type[Environment]:
-        """A subclass that also offers tools described by data (name, description, JSON-schema
-        parameters, e.g. from an LLM call's `tools`), run by `call_data_tool`; a `@tool` method
-        of the same name wins. The same specs give the same class."""
-        key = json.dumps([s.model_dump(mode="json") for s in specs], sort_keys=True)
-        return _with_tools(cls, key)
-
-    def call_data_tool(self, name: str, arguments: dict[str, Any]) -> Any:
-        """Run a tool that `with_tools` declared, with validated arguments: its JSON result, or
-        `ToolError` for a refusal. A domain that declares data tools overrides this."""
-        raise ToolError(f"tool '{name}' has no implementation in {type(self).__name__}")
-
-    @classmethod
-    def observed_state(cls, calls: list[tuple[str, dict[str, Any], Any]]) -> dict[str, Any]:
-        """The part of a start state that tool results seen in production reveal, as a patch
-        over a state snapshot; `calls` are (tool, arguments, result) in order. None known."""
-        return {}
-
-    @classmethod
-    def expected_state(cls, calls: list[tuple[str, dict[str, Any], Any]]) -> dict[str, Any]:
-        """The final state that production's successful tool calls imply (for a state check)."""
-        return {}
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         """Run a tool. Bad arguments, refusals and a tool that raises come back to the agent as
@@ -236,15 +169,6 @@ class Environment:
         except Exception as exc:
             return ToolOutcome(f"Error: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
         return ToolOutcome(json.dumps(result, sort_keys=True))
-
-
-@functools.lru_cache(maxsize=256)
-def _with_tools(cls: type[Environment], specs_json: str) -> type[Environment]:
-    """`Environment.with_tools`, cached by the specs' JSON text."""
-    specs = [ToolSpec.model_validate(s) for s in json.loads(specs_json)]
-    subclass = type(cls.__name__, (cls,), {"__module__": cls.__module__, "__doc__": cls.__doc__})
-    subclass._tools = {**{s.name: _DataTool(s) for s in specs}, **subclass._tools}
-    return subclass
 
 
 E = TypeVar("E", bound=type[Environment])

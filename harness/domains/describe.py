@@ -16,6 +16,7 @@ from harness.domains.base import (
     register_domain,
     tool,
 )
+from harness.domains.trace_replay import TraceReplay
 from harness.registry import source_of
 from harness.transcript import ToolSpec
 
@@ -49,12 +50,12 @@ def registered() -> list[DomainInfo]:
 
 
 API_GUIDE = '''\
-# The domain API (harness.domains)
+# The domain API (harness.sdk)
 
 A domain is the world your agent acts in: state plus the tools the agent may call on it.
 
     from pydantic import BaseModel
-    from harness.domains import Environment, ToolError, ToolUnavailable, register_domain, tool
+    from harness.sdk import Environment, ToolError, ToolUnavailable, register_domain, tool
 
     class DeskState(BaseModel):          # optional: validates every task's start state,
         tickets: dict[str, dict]         # and state checks' keys and paths
@@ -80,6 +81,7 @@ A task names its domain by a registered name, by `package.module:Desk`, or by
 `path/to/desk.py:Desk` (relative to the task file). A domain registers through
 `@register_domain` in a module listed under `plugins:` in harness.yaml, or through a
 `harness.domains` entry point of an installed package (`desk = "my_pkg.desk:Desk"`).
+`harness.sdk` gathers every name a plug-in uses (they stay importable from `harness.domains`).
 
 ## Environment
 {environment}
@@ -98,6 +100,9 @@ A task names its domain by a registered name, by `package.module:Desk`, or by
 
 ## register_domain
 {register}
+
+## TraceReplay (only for tasks made from production traces)
+{trace_replay}
 
 ## Your agent (runner: python)
 `entry: agent.py:respond` names `respond(conversation, tools)`, called once per user turn, sync or
@@ -122,4 +127,5 @@ def api_guide() -> str:
         tool_unavailable=inspect.getdoc(ToolUnavailable),
         tool_timeout=inspect.getdoc(ToolTimeout),
         register=inspect.getdoc(register_domain),
+        trace_replay=inspect.getdoc(TraceReplay),
     )

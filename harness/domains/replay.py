@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.domains.base import Environment, ToolError, register_domain
+from harness.domains.trace_replay import TraceReplay
 from harness.transcript import ToolSpec
 
 
@@ -171,7 +172,7 @@ def call_key(tool: str, arguments: dict[str, Any]) -> str:
 
 
 @register_domain
-class ReplayEnvironment(Environment):
+class ReplayEnvironment(TraceReplay, Environment):
     """Production's tools replayed from recordings (see the module docstring)."""
 
     domain = "replay"

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.domains.base import Environment, ToolError, register_domain, tool
+from harness.domains.trace_replay import TraceReplay
 
 OrderStatus = Literal["processing", "shipped", "delivered", "cancelled", "refunded"]
 
@@ -79,7 +80,7 @@ def _total(order: dict[str, Any]) -> float:
 
 
 @register_domain
-class SupportDesk(Environment):
+class SupportDesk(TraceReplay, Environment):
     """Tools of a support agent over the desk's state."""
 
     domain = "support"

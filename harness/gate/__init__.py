@@ -3,6 +3,7 @@ with the task as the unit of its test; every rule is reported with its figures, 
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,11 +29,10 @@ from harness.gate.rules import (
     task_count_rule,
 )
 from harness.gate.suites import check_suites, compare_suites, run_suite
-from harness.sim.suite import TaskCase
 from harness.specs.gate import Gate
 from harness.specs.load import load_spec
 from harness.stats import run_rate
-from harness.store import Store
+from harness.store import PlayedTask, Store
 
 __all__ = [
     "BudgetFigures",
@@ -85,6 +85,13 @@ class GateResult(BaseModel):
         default_factory=dict, description="Regressed tasks and why each fails the gate."
     )
 
+    def _repr_html_(self) -> str:
+        """The decision in a notebook: passed or failed, and each failed rule."""
+        against = f" against {self.baseline_run}" if self.baseline_run else ""
+        head = f"gate {'passed' if self.passed else 'failed'}: {self.candidate_run}{against}"
+        items = "".join(f"<li>{html.escape(reason)}</li>" for reason in self.reasons)
+        return f"<b>{html.escape(head)}</b>" + (f"<ul>{items}</ul>" if items else "")
+
 
 def load_gate_config(path: str | Path) -> Gate:
     """The gate's thresholds file, validated."""
@@ -117,7 +124,7 @@ def evaluate_gate(
     config: Gate,
     candidate: GradedEpisodes,
     baseline: GradedEpisodes | None,
-    cases: list[TaskCase],
+    cases: Sequence[PlayedTask],
 ) -> GateResult:
     """Apply every rule of the gate. Without a baseline the comparison rules cannot apply: only
     the error, task-count, floor and budget rules do (and the report says so). The statistical
@@ -174,7 +181,7 @@ def gate_run(
     config: Gate,
     candidate_run: str,
     baseline_run: str | None,
-    cases: list[TaskCase],
+    cases: Sequence[PlayedTask],
     allow_suite_change: bool = False,
     notes: Sequence[str] = (),
 ) -> GateResult:

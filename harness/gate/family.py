@@ -17,12 +17,11 @@ make a statistical rule fail; where the other reading would fail it, the rule is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from math import comb
 from typing import Literal
 
-from harness.sim.suite import TaskCase
 from harness.specs.gate import Gate
 from harness.stats import (
     NullLevels,
@@ -38,6 +37,7 @@ from harness.stats import (
     sign_flip_test,
     task_differences,
 )
+from harness.store import PlayedTask
 
 WORSE = "worse than the baseline"
 REGRESSION = "regression suite"
@@ -86,7 +86,7 @@ class Family:
         return [m for m in self.members if m.rule == rule]
 
 
-def floors(config: Gate, cases: list[TaskCase]) -> list[tuple[str, float, set[str]]]:
+def floors(config: Gate, cases: Sequence[PlayedTask]) -> list[tuple[str, float, set[str]]]:
     """(rule name, floor, task ids) of every level and tag floor the suite has tasks for."""
     found = []
     for level, floor in sorted(config.level_floors.items()):
@@ -100,7 +100,7 @@ def floors(config: Gate, cases: list[TaskCase]) -> list[tuple[str, float, set[st
     return found
 
 
-def family(config: Gate, sides: Sides, cases: list[TaskCase]) -> Family:
+def family(config: Gate, sides: Sides, cases: Sequence[PlayedTask]) -> Family:
     """Every test of the gate on one reading of the outcomes, adjusted together."""
     members = [*_floor_members(config, sides.candidate, cases)]
     if sides.paired is not None:
@@ -157,7 +157,7 @@ def _worse_member(baseline: Outcomes, candidate: Outcomes, alpha: float) -> Memb
 
 
 def _regression_member(
-    config: Gate, baseline: Outcomes, candidate: Outcomes, cases: list[TaskCase]
+    config: Gate, baseline: Outcomes, candidate: Outcomes, cases: Sequence[PlayedTask]
 ) -> Member | None:
     """The regression-tagged tasks as one exact test (`combined_decline`): each task's
     one-sided Fisher test of its trials, combined by Fisher's method with the exact null given
@@ -195,7 +195,9 @@ def _regression_member(
     )
 
 
-def _floor_members(config: Gate, outcomes: Outcomes, cases: list[TaskCase]) -> Iterator[Member]:
+def _floor_members(
+    config: Gate, outcomes: Outcomes, cases: Sequence[PlayedTask]
+) -> Iterator[Member]:
     """Per level and tag floor, the one-sided test that the rate is below the floor."""
     for rule, floor, ids in floors(config, cases):
         chosen = {t: trials for t, trials in outcomes.items() if t in ids and trials}
@@ -228,6 +230,6 @@ def _fewest_for_floor(floor: float, alpha: float) -> int:
     return n
 
 
-def tagged(config: Gate, cases: Iterable[TaskCase]) -> set[str]:
+def tagged(config: Gate, cases: Iterable[PlayedTask]) -> set[str]:
     """The suite's regression-tagged tasks."""
     return {c.task.id for c in cases if set(c.task.tags) & set(config.regression_tags)}

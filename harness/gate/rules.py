@@ -5,7 +5,7 @@ regression task without evidence fails, too few tasks fail, an unpriced model fa
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from statistics import mean, quantiles
 from typing import Literal
 
@@ -21,9 +21,9 @@ from harness.gate.family import (
     tagged,
 )
 from harness.gate.figures import BudgetFigures, LevelFigures, RuleCheck, RunErrors
-from harness.sim.suite import TaskCase
 from harness.specs.gate import Gate
 from harness.stats import run_rate
+from harness.store import PlayedTask
 
 
 def run_errors(side: GradedEpisodes, role: Literal["candidate", "baseline"]) -> RunErrors:
@@ -98,7 +98,7 @@ def _regression_problems(side: GradedEpisodes, role: str, tagged: set[str]) -> I
 
 
 def regression_error_rule(
-    config: Gate, sides: list[tuple[GradedEpisodes, str]], cases: list[TaskCase]
+    config: Gate, sides: list[tuple[GradedEpisodes, str]], cases: Sequence[PlayedTask]
 ) -> RuleCheck:
     """Any error on a hard check of a regression-tagged task fails the gate."""
     ids = tagged(config, cases)
@@ -126,7 +126,7 @@ def task_count_rule(config: Gate, tasks: int, paired: bool) -> RuleCheck:
 
 
 def floor_figures(
-    config: Gate, outcomes: dict[str, list[bool]], cases: list[TaskCase]
+    config: Gate, outcomes: dict[str, list[bool]], cases: Sequence[PlayedTask]
 ) -> dict[str, LevelFigures]:
     """Each floor's graded pass rate and interval (`run_rate`), by rule name."""
     figures = {}
@@ -150,7 +150,7 @@ def statistical_rules(
     favoured: Family,
     other: Family | None,
     graded_floors: dict[str, LevelFigures],
-    cases: list[TaskCase],
+    cases: Sequence[PlayedTask],
     comparison: ComparisonResult | None,
 ) -> tuple[list[RuleCheck], dict[str, list[str]]]:
     """The rules the family decides, in order: floors, worse than the baseline, regression
@@ -230,7 +230,7 @@ def _worse_line(comparison: ComparisonResult) -> Describe:
     return line
 
 
-def _regression_line(config: Gate, cases: list[TaskCase]) -> Describe:
+def _regression_line(config: Gate, cases: Sequence[PlayedTask]) -> Describe:
     count = len(tagged(config, cases))
 
     def line(decided: Status, members: list[Member], _: list[Member], verdict: str) -> str:

@@ -21,6 +21,7 @@ machine has, named in every result:
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import shutil
@@ -110,6 +111,11 @@ def isolation_problem(unsafe: bool = False) -> str | None:
     if forced == UNSANDBOXED:
         return None
     if forced == "docker" and not docker_available():
+        if importlib.util.find_spec("docker") is None:
+            return (
+                "HARNESS_SANDBOX=docker chooses Docker, whose Python client is not installed: "
+                "pip install 'harness[docker]', or unset HARNESS_SANDBOX"
+            )
         return (
             "HARNESS_SANDBOX=docker chooses Docker, whose engine does not answer here: start "
             "one, or unset HARNESS_SANDBOX"

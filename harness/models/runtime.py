@@ -2,7 +2,10 @@
 an on-disk response cache, and token and cost accounting.
 
 A run builds one `ModelRuntime`; every model it asks for (agent, user simulator, judge) is the
-provider wrapped in a `ManagedModel`, which is itself a `ChatModel`.
+provider wrapped in a `ManagedModel`, which is itself a `ChatModel`. The runtime keeps one
+provider instance per provider reference (so one SDK client and connection pool serve every
+episode and check that names it) and one `ManagedModel` per reference and role: the role names
+the caller in traces and errors, while each call's usage goes back to the caller that made it.
 """
 
 from __future__ import annotations
@@ -221,6 +224,28 @@ class ManagedModel:
         return completion
 
 
+def provider_reference(ref: ModelRef, variables: dict[str, Any] | None = None) -> str:
+    """What one provider instance is made from: the reference (provider and model id, endpoint,
+    key variable, script, checksum) and the template variables of a scripted model; not the
+    concurrency limit, which only the calls around the provider obey."""
+    made_of = ref.model_dump(mode="json", exclude={"max_concurrency"})
+    return json.dumps([made_of, variables or {}], sort_keys=True, default=repr)
+
+
+def make_provider(
+    ref: ModelRef, policy: CallPolicy, variables: dict[str, Any] | None = None
+) -> ChatModel:
+    """A new instance of the provider a reference names."""
+    provider = PROVIDERS.get(provider_name(ref.id))
+    if provider is None:
+        known = ", ".join(PROVIDERS.names())
+        raise ModelError(
+            f"unknown model provider '{provider_name(ref.id)}' in '{ref.id}'; known: {known}"
+        )
+    options = {"timeout_s": policy.timeout_s, "variables": variables or {}}
+    return getattr(provider, "from_ref", provider)(ref, options)
+
+
 class Limiter(Protocol):
     """Holds one of an endpoint's call slots for the length of an `async with` block."""
 
@@ -239,7 +264,9 @@ class ModelRuntime:
     _limiters: weakref.WeakKeyDictionary[Any, dict[Any, asyncio.Semaphore]] = field(
         default_factory=weakref.WeakKeyDictionary
     )
-    _models: list[ManagedModel] = field(default_factory=list)
+    # provider reference -> its provider instance; (reference, concurrency, role) -> its model
+    _providers: dict[str, ChatModel] = field(default_factory=dict)
+    _models: dict[tuple[str, int | None, str], ManagedModel] = field(default_factory=dict)
 
     def model(
         self,
@@ -247,25 +274,27 @@ class ModelRuntime:
         role: str,
         variables: dict[str, Any] | None = None,
     ) -> ManagedModel:
-        """The model a reference names, for one role (agent, user simulator, judge)."""
+        """The model a reference names, for one role (agent, user simulator, judge): the same
+        object for the same reference and role, over the one provider instance of the reference
+        (whatever the role) for the runtime's life."""
         ref = ref if isinstance(ref, ModelRef) else ModelRef.model_validate(ref)
-        provider = PROVIDERS.get(provider_name(ref.id))
-        if provider is None:
-            known = ", ".join(PROVIDERS.names())
-            raise ModelError(
-                f"unknown model provider '{provider_name(ref.id)}' in '{ref.id}'; known: {known}"
+        key = provider_reference(ref, variables)
+        model = self._models.get((key, ref.max_concurrency, role))
+        if model is None:
+            inner = self._providers.get(key)
+            if inner is None:  # a provider that cannot be made is not kept: asked again, it fails
+                inner = self._providers[key] = make_provider(ref, self.policy, variables)
+            model = self._models[key, ref.max_concurrency, role] = ManagedModel(
+                inner, ref, role, self
             )
-        options = {"timeout_s": self.policy.timeout_s, "variables": variables or {}}
-        make = getattr(provider, "from_ref", provider)
-        model = ManagedModel(make(ref, options), ref, role, self)
-        self._models.append(model)
         return model
 
     async def aclose(self) -> None:
-        """Close the network clients the models opened in this event loop."""
-        for model in self._models:
-            if hasattr(model.inner, "aclose"):
-                await model.inner.aclose()
+        """Close the network clients the models opened in this event loop, each provider once
+        (they stay usable: a later call opens a new client)."""
+        for provider in self._providers.values():
+            if hasattr(provider, "aclose"):
+                await provider.aclose()
 
     def limiter(self, key: Any, limit: int, in_process: bool = False) -> Limiter:
         """The semaphore shared by every call to one provider endpoint in this event loop

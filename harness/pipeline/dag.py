@@ -38,6 +38,7 @@ class PlannedNode:
     kind: NodeKind
     params: Spec
     needs: list[str]
+    resolved: Any = None  # what the kind's `check` resolved from the parameters (planning)
 
 
 @dataclass
@@ -70,6 +71,7 @@ def plan(loaded: Loaded[Dag]) -> Plan:
     dag, problems = loaded.spec, []
     kinds: dict[str, NodeKind] = {}
     params: dict[str, Spec] = {}
+    resolved: dict[str, Any] = {}
     for node_id, node in dag.nodes.items():
         kind = NODE_KINDS.get(node.uses)
         if kind is None:
@@ -101,7 +103,7 @@ def plan(loaded: Loaded[Dag]) -> Plan:
             problems += missing
             try:
                 if kind.check is not None and not missing:
-                    kind.check(params[node_id])
+                    resolved[node_id] = kind.check(params[node_id])
             except SpecError as exc:  # located in the files the parameters name
                 problems += exc.problems
         for index, need in enumerate(node.needs):
@@ -157,7 +159,11 @@ def plan(loaded: Loaded[Dag]) -> Plan:
         dag.name,
         {
             node_id: PlannedNode(
-                node_id, kinds[node_id], params[node_id], list(dag.nodes[node_id].needs)
+                node_id,
+                kinds[node_id],
+                params[node_id],
+                list(dag.nodes[node_id].needs),
+                resolved.get(node_id),
             )
             for node_id in order
         },
@@ -240,7 +246,7 @@ async def execute(
         except BaseException as exc:
             raise _Skipped(node.id) from exc
         status.started = time.monotonic()
-        ctx = dataclasses.replace(base, node_id=node.id, key="")
+        ctx = dataclasses.replace(base, node_id=node.id, key="", resolved=node.resolved)
         params = node.params.model_dump(mode="json", by_alias=True)
         try:
             if node.kind.always_run:

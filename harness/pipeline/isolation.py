@@ -6,39 +6,20 @@ every check would otherwise end as an error, or run code that can reach the harn
 
 from __future__ import annotations
 
-from harness.grading.checks.python import PythonCheck
+from harness.grading.requirements import missing_isolation
 from harness.grading.sandbox import isolation_problem
 from harness.pipeline.dag import Plan, PlannedNode
-from harness.pipeline.judges import task_sources, tasks_having
-from harness.sim.suite import TaskCase
+from harness.pipeline.judges import task_sources
 from harness.specs.located import Location, SpecError
 
-
-def checked_tasks(cases: list[TaskCase]) -> list[str]:
-    """Ids of the tasks with a python check (checker code)."""
-    return [
-        case.task.id
-        for case in cases
-        if any(isinstance(check, PythonCheck) for check in case.task.checks)
-    ]
-
-
-def missing_isolation(cases: list[TaskCase], unsafe: bool = False) -> str | None:
-    """Why grading these tasks here would run checker code with no permission to, in one line;
-    None when it would not (no python checks, OS isolation, or `unsafe`)."""
-    ids = list(dict.fromkeys(checked_tasks(cases)))
-    problem = isolation_problem(unsafe) if ids else None
-    if problem is None:
-        return None
-    what = tasks_having(ids, "python checks")
-    return f"{what}, which need OS isolation, and {problem}"
+__all__ = ["missing_isolation", "require_isolation"]
 
 
 def require_isolation(pipeline: Plan, unsafe: bool = False) -> None:
     """Raise a SpecError, one line, when grade nodes would run checker code of their tasks
     where they may not: without OS isolation and without permission (`unsafe`, the node's
     `sandbox: none`), or without the backend `HARNESS_SANDBOX` forces."""
-    from harness.pipeline.nodes.load_tasks import load_task_set
+    from harness.sim.taskset import load_task_set
 
     sources: dict[bool, dict[str, PlannedNode]] = {False: {}, True: {}}  # by permission
     for node in pipeline.nodes.values():

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from harness import defaults
 from harness.defaults import MODEL_RETRIES, MODEL_TIMEOUT_S
+from harness.engine.executors import check_executor
 from harness.pipeline.dag import Execution, Plan, PlannedNode, execute, plan
-from harness.pipeline.executors import check_executor
 from harness.pipeline.nodes import NodeContext
 from harness.specs.dag import Dag
 from harness.specs.kinds import read_mapping
@@ -55,6 +55,9 @@ class RunOptions:
     workers: int | None = None  # Ray workers (default: one per CPU of the Ray cluster)
     # The judge of grade nodes that name none (`--judge-model`); None: the project file's.
     judge_model: ModelRef | None = None
+    # Leave the results store open in the outcome (`Outcome.store`) for the caller to read
+    # and close, rather than open it a second time to print the summary.
+    keep_store: bool = False
     # Checker code may run without OS isolation where there is none (`--unsafe-checkers`);
     # otherwise a pipeline with python checks is refused before it starts.
     unsafe_checkers: bool = False
@@ -79,6 +82,13 @@ class Outcome:
     plan: Plan
     execution: Execution
     config: dict[str, Any] = field(default_factory=dict)
+    store: Store | None = None  # still open, with `RunOptions.keep_store`
+
+    def close(self) -> None:
+        """Close the store the outcome kept open, if any."""
+        if self.store is not None:
+            self.store.close()
+            self.store = None
 
 
 def read_dag(path: Path) -> tuple[dict[str, Any], dict[PathKey, Location]]:
@@ -138,9 +148,9 @@ def preflight(pipeline: Plan) -> None:
     """Check the agent of every simulate node against the tasks of the load_tasks node it needs
     (its tools, and what its checks must observe) before anything is written; a pipeline would
     otherwise find a mismatch only when the simulate node starts."""
-    from harness.pipeline.nodes.load_tasks import load_task_set
     from harness.pipeline.nodes.simulate import load_variant
     from harness.sim.suite import check_variant
+    from harness.sim.taskset import load_task_set
 
     problems, task_sets = [], {}
     for node in pipeline.nodes.values():
@@ -150,7 +160,8 @@ def preflight(pipeline: Plan) -> None:
         try:
             if source.id not in task_sets:
                 task_sets[source.id] = load_task_set(source.params, f"node {source.id}")
-            check_variant(load_variant(node.params), task_sets[source.id].cases)
+            variant = node.resolved if node.resolved is not None else load_variant(node.params)
+            check_variant(variant, task_sets[source.id].cases)
         except SpecError as exc:
             problems += exc.problems
     if problems:
@@ -189,9 +200,9 @@ def run_pipeline(
     checks) and execute a pipeline; its resolved configuration (grade nodes' default judge
     included) is stored with the execution. Nothing is written before the pipeline has passed
     its checks."""
+    from harness.engine.progress import Board  # rich: only for a run, not a check
     from harness.pipeline.isolation import require_isolation
     from harness.pipeline.judges import project_judge, require_judges, with_default_judge
-    from harness.pipeline.progress import Board  # rich: only for a run, not a check
     from harness.tracing import NO_TRACER, open_run_tracer
 
     judge = options.judge_model if options.judge_model is not None else project_judge()
@@ -210,7 +221,8 @@ def run_pipeline(
         gc.freeze()
         resources.callback(gc.unfreeze)
         store = Store(options.store)
-        resources.callback(store.close)
+        kept = resources.enter_context(ExitStack())  # closed now unless the caller keeps it
+        kept.callback(store.close)
         # Refused while another process runs this pipeline; released when this one ends.
         resources.enter_context(store.pipeline_lock(pipeline_id))
         runtime = model_runtime(options)
@@ -249,7 +261,9 @@ def run_pipeline(
 
             asyncio.run(main())
         execution.finished = True
-    return Outcome(pipeline_id, pipeline, execution, config)
+        if options.keep_store:
+            kept.pop_all()
+    return Outcome(pipeline_id, pipeline, execution, config, store if options.keep_store else None)
 
 
 def _record(store: Store, pipeline_id: str, execution: Execution) -> None:

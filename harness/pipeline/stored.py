@@ -1,6 +1,7 @@
 """Work on runs already in the results store, without simulating: re-grade, compare, gate,
 summarise, export. Each calls the same function as its pipeline node, so a command and a node
-never disagree."""
+never disagree. All but regrading read the tasks a run played from the store (`played_tasks`):
+a stored run needs no task file unless it is graded again with its tasks' current checks."""
 
 from __future__ import annotations
 
@@ -13,26 +14,26 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.compare import ComparisonResult, compare_runs
 from harness.defaults import MAX_ERROR_RATE
+from harness.engine.context import Engine
+from harness.engine.grade import grade_run
+from harness.engine.progress import Board
 from harness.gate import GateResult, gate_run, load_gate_config
 from harness.gate.suites import choose_runs
 from harness.pipeline.isolation import missing_isolation
 from harness.pipeline.judges import JUDGE_HINT, missing_judge, project_judge
-from harness.pipeline.nodes import NodeContext
-from harness.pipeline.nodes.grade import grade_run
-from harness.pipeline.nodes.load_tasks import LoadTasksParams, load_task_set
-from harness.pipeline.progress import Board
 from harness.pipeline.runner import RunOptions, model_runtime
-from harness.pipeline.types import Run, Tasks, levels_of
+from harness.pipeline.types import Run, levels_of
 from harness.report.contents import ReportContents, ReportedRun
 from harness.report.export import ExportFormat, export_rows, write_export
 from harness.report.files import write_reports
 from harness.report.json_summary import ResultsSummary, results_summary
 from harness.report.summary import RunFigures, run_figures
+from harness.sim.taskset import LoadTasksParams, TaskSet, load_task_set
 from harness.specs.agent import ModelRef
 from harness.specs.located import Location, SpecError
 from harness.store import RunInfo, Store, new_id
+from harness.store.tasks import played_tasks, task_records
 from harness.store_location import StoreLocation, StoreTarget
-from harness.tracing import NO_TRACER
 
 if TYPE_CHECKING:
     from harness.models import ModelRuntime
@@ -91,14 +92,15 @@ def stored_runs(store: Store, run_or_pipeline: str) -> list[RunInfo]:
 
 def stored_figures(store_path: StoreTarget, run_or_pipeline: str) -> list[RunFigures]:
     """The summary of a stored run, or of each run of a stored pipeline, as `run-eval` printed
-    it. Task levels come from the run's task files; when those no longer load, the levels are
-    left out rather than the summary."""
+    it. Task levels come from the store (`played_tasks`); for a run stored before the store
+    kept them, from its task files, and when those no longer load, the levels are left out
+    rather than the summary."""
     store = open_store(store_path)
     try:
         figures = []
         for info in stored_runs(store, run_or_pipeline):
             try:
-                levels = levels_of(stored_tasks(info).cases)
+                levels = levels_of(played_tasks(store, info))
             except (SpecError, LookupError):
                 levels = {}
             figures.append(run_figures(store, info.id, levels))
@@ -144,7 +146,7 @@ def export_stored(
         store.close()
 
 
-def stored_tasks(info: RunInfo) -> Tasks:
+def stored_tasks(info: RunInfo) -> TaskSet:
     """The task set a stored run played, loaded again from its recorded parameters (so with
     the tasks' current checks)."""
     return load_task_set(LoadTasksParams.model_validate(info.config["tasks"]))
@@ -198,7 +200,8 @@ def regrade(
             missing = missing_judge(cases)
             if missing is not None:
                 raise SpecError.at(where, "", f"{missing}: {JUDGE_HINT}")
-        unisolated = missing_isolation(cases, options.unsafe_checkers)
+        unsafe = options.unsafe_checkers
+        unisolated = missing_isolation(cases, unsafe)
         if unisolated is not None:
             raise SpecError.at(where, "", unisolated)
         grading = new_id("grade-")
@@ -209,7 +212,8 @@ def regrade(
             # the content of the tasks it is graded with, which the gate compares with others
             "suite": {t: h for t, h in task_set.task_hashes.items() if t in played},
         }
-        copy = store.copy_run(run_id, values)
+        current = task_records(task_set.cases, task_set.task_hashes)
+        copy = store.copy_run(run_id, values, tasks=current)  # the tasks it is graded with
         run = Run(
             run_id=copy,
             variant=info.variant,
@@ -219,11 +223,10 @@ def regrade(
 
         async def grade(runtime: ModelRuntime) -> None:
             with Board(enabled=options.progress) as board:
-                unsafe = options.unsafe_checkers
-                ctx = NodeContext(
-                    store, runtime, NO_TRACER, board, "", "grade", unsafe_checkers=unsafe
+                engine = Engine(store, runtime, board=board, unsafe_checkers=unsafe)
+                await grade_run(
+                    engine, copy, task_set.cases, judge_ref, grading, concurrency=concurrency
                 )
-                await grade_run(run, judge_ref, concurrency, grading, ctx)
 
         _with_runtime(options, grade)
         store.finish_run(copy)
@@ -244,7 +247,7 @@ def compare_stored(
     with a judge model, the relative judge too. Writes the Markdown summary when asked."""
     store = open_store(options.store, "no results store")
     try:
-        cases = stored_tasks(stored_run(store, run_a)).cases
+        cases = played_tasks(store, stored_run(store, run_a))
         if judge is None:
             result = asyncio.run(
                 compare_runs(store, run_a, run_b, cases, max_error_rate=max_error_rate)
@@ -281,7 +284,7 @@ def gate_stored(
     try:
         chosen = choose_runs(store, candidate, baseline, allow_suite_change)
         candidate, baseline = chosen.candidate, chosen.baseline
-        cases = stored_tasks(stored_run(store, candidate)).cases
+        cases = played_tasks(store, stored_run(store, candidate))
         result = gate_run(
             store, config, candidate, baseline, cases, allow_suite_change, chosen.notes
         )

@@ -8,25 +8,20 @@ from harness.pipeline.types import Comparison, GateDecision, Report, Run
 from harness.report.json_summary import ResultsSummary, results_summary
 from harness.secrets import redact
 from harness.store import Store
-from harness.store_location import StoreTarget
 
 
-def outcome_summary(outcome: Outcome, store_path: StoreTarget) -> ResultsSummary:
+def outcome_summary(outcome: Outcome, store: Store) -> ResultsSummary:
     """Every run a node produced, every comparison and gate decision, the report files, and
-    each node's state (with a failed node's error, secrets masked)."""
+    each node's state (with a failed node's error, secrets masked), read from the open store."""
     execution = outcome.execution
     outputs = [execution.outputs[n] for n in outcome.plan.nodes if n in execution.outputs]
-    store = Store(store_path)
-    try:
-        summary = results_summary(
-            store,
-            [output.run_id for output in outputs if isinstance(output, Run)],
-            [output.result for output in outputs if isinstance(output, Comparison)],
-            [output.result for output in outputs if isinstance(output, GateDecision)],
-            [file for output in outputs if isinstance(output, Report) for file in output.files],
-        )
-    finally:
-        store.close()
+    summary = results_summary(
+        store,
+        [output.run_id for output in outputs if isinstance(output, Run)],
+        [output.result for output in outputs if isinstance(output, Comparison)],
+        [output.result for output in outputs if isinstance(output, GateDecision)],
+        [file for output in outputs if isinstance(output, Report) for file in output.files],
+    )
     summary.pipeline_id, summary.name = outcome.pipeline_id, outcome.plan.name
     summary.nodes = {node: status.state for node, status in execution.statuses.items()}
     summary.node_errors = {

@@ -3,6 +3,7 @@ themselves (episodes, verdicts) live in the results store and are referred to by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -11,10 +12,11 @@ from harness.compare import ComparisonResult
 from harness.gate import GateResult
 from harness.report.contents import ReportContents, ReportedRun
 from harness.sim.suite import TaskCase
+from harness.store import PlayedTask
 
 
-def levels_of(cases: list[TaskCase]) -> dict[str, int]:
-    """Task id -> level, for the tables of reports."""
+def levels_of(cases: Sequence[PlayedTask]) -> dict[str, int]:
+    """Task id -> level, for the tables of reports (tasks loaded, or read from the store)."""
     return {case.task.id: case.task.level for case in cases}
 
 

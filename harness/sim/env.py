@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.domains import Environment, resolve_domain
+from harness.domains.trace_replay import for_state
 from harness.specs.overrides import deep_merge
 from harness.specs.references import read_json
 from harness.specs.task import Task
@@ -33,10 +34,14 @@ def initial_state(task: Task) -> dict[str, Any]:
     return deep_merge(state, task.start.state)
 
 
-def make_environment(task: Task, state: dict[str, Any]) -> Environment:
+def make_environment(
+    task: Task, state: dict[str, Any], domain: type[Environment] | None = None
+) -> Environment:
     """A fresh environment of the task's domain holding a copy of `state` (with the tools the
-    state declares, for a domain whose tools are data: `Environment.for_state`)."""
-    return resolve_domain(task.domain).for_state(state)(state)
+    state declares, for a domain whose tools are data: `TraceReplay.for_state`). `domain` is
+    the class the suite resolved for the task, when the caller has it: it is not resolved
+    again per episode."""
+    return for_state(domain or resolve_domain(task.domain), state)(state)
 
 
 def _decode(value: Any) -> Any:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from harness.defaults import OUT_OF_SCOPE_SIGNAL, STOP_SIGNAL, TRANSFER_SIGNAL
-from harness.domains import ToolUnavailable
+from harness.domains import Environment, ToolUnavailable
 from harness.models import ModelRuntime
 from harness.sim.agent import AgentCrashed, AgentRunner
 from harness.sim.env import make_environment
@@ -54,6 +54,7 @@ class EpisodeSpec:
     trial: int = 0
     seed: int = 0
     runtime: ModelRuntime = field(default_factory=ModelRuntime)
+    domain: type[Environment] | None = None  # resolved once by the suite (None: resolve it)
 
 
 def episode_seed(task_id: str, trial: int) -> int:
@@ -82,7 +83,7 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
     async def play() -> EndReason:
         nonlocal turns, state, detail
         try:
-            env = make_environment(task, spec.initial_state)
+            env = make_environment(task, spec.initial_state, spec.domain)
         except Exception as exc:
             raise _SideFailed(Side.ENVIRONMENT, exc) from exc
         state = env.state

@@ -12,6 +12,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from harness.domains import Environment, UnknownDomain, resolve_domain
+from harness.domains.trace_replay import for_state, tools_of_state
+from harness.imports import is_reference
 from harness.sim.env import initial_state
 from harness.specs.agent import AgentVariant
 from harness.specs.checks import kind_name
@@ -163,6 +165,7 @@ def _load_suite(
     states: dict[str, dict[str, Any]] = {}
     folders: dict[Path, Path | None] = {}  # a task's folder -> its nearest personas folder
     seen_ids: dict[str, Loaded[Task]] = {}
+    domains: dict[tuple[str, Path | None], type[Environment]] = {}  # resolved once per domain
     if not files:
         raise SpecError([Problem(Location(", ".join(map(str, paths))), "", "no task files found")])
     for path in files:
@@ -180,13 +183,18 @@ def _load_suite(
                 written: dict[PathKey, Location] = {}
                 data = apply_overrides(persona.model_dump(mode="json"), persona_overrides, written)
                 persona = validate(Persona, data, written, loaded.path, warn=False)
-            domain = _resolve_domain(loaded)
+            # a file reference is relative to the task's folder; a registered name is not
+            ref = loaded.spec.domain
+            reference = (ref, loaded.path.parent.resolve() if is_reference(ref) else None)
+            if reference not in domains:
+                domains[reference] = _resolve_domain(loaded)
+            domain = domains[reference]
             bound = _bind(loaded, domain)
             if bound is not None:
                 _check_references(loaded, bound)
             state = _start_state(loaded, domain, states)
             if bound is None:
-                bound = domain.for_state(state)
+                bound = for_state(domain, state)
                 _check_references(loaded, bound)
             cases.append(TaskCase(_starting_from(loaded, state), persona, bound, state))
         except SpecError as exc:
@@ -239,13 +247,13 @@ def _resolve_domain(loaded: Loaded[Task]) -> type[Environment]:
 
 
 def _bind(loaded: Loaded[Task], domain: type[Environment]) -> type[Environment] | None:
-    """The domain with the tools the task's start state declares (`Environment.for_state`), to
+    """The domain with the tools the task's start state declares (`TraceReplay.for_state`), to
     match the checks against; None while the state cannot be read (its own problem is reported
     when the state is validated)."""
-    if getattr(domain.for_state, "__func__", None) is Environment.for_state.__func__:
+    if not tools_of_state(domain):
         return domain  # its tools are methods, whatever the state
     try:
-        return domain.for_state(initial_state(loaded.spec))
+        return for_state(domain, initial_state(loaded.spec))
     except Exception:
         return None
 

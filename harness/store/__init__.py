@@ -1,6 +1,7 @@
-"""The results store: pipelines, runs, episodes (full transcripts), verdicts and cached node
-outputs in one SQLite file (the default), or in a PostgreSQL database that runners on several
-machines share (`--store postgresql://...`, `$HARNESS_STORE`); the same methods, the same answers.
+"""The results store: pipelines, runs, the tasks each run played, episodes (full transcripts),
+verdicts and cached node outputs in one SQLite file (the default), or in a PostgreSQL database
+that runners on several machines share (`--store postgresql://...`, `$HARNESS_STORE`); the same
+methods, the same answers.
 
 A *run* is one variant's episodes over a task set (the output of a `simulate` node) with their
 verdicts; a *pipeline* is one execution of a DAG, which may hold several runs. Episodes and
@@ -11,10 +12,10 @@ never held in memory. Everything is redacted on the way in: an API key never rea
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from os import PathLike
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.defaults import RESULTS_STORE
 from harness.grading.result import Verdict
@@ -31,8 +32,20 @@ from harness.store.rows import (
     pipeline_info,
     run_info,
 )
+from harness.store.tasks import (
+    PlayedTask,
+    StoredTask,
+    TaskLabels,
+    copy_tasks,
+    insert_tasks,
+    stored_task,
+    task_records,
+)
 from harness.store_location import StoreLocation
 from harness.transcript import Transcript, Usage
+
+if TYPE_CHECKING:
+    from harness.sim.suite import TaskCase
 
 __all__ = [
     "CandidateInfo",
@@ -40,9 +53,12 @@ __all__ = [
     "EpisodeRow",
     "EvaluationInfo",
     "PipelineInfo",
+    "PlayedTask",
     "RunInfo",
     "Store",
     "StoreLocation",
+    "StoredTask",
+    "TaskLabels",
     "new_id",
 ]
 
@@ -200,12 +216,14 @@ class Store(ClimbRecords):
         values: dict[str, Any],
         node_key: str | None = None,
         pipeline_id: str | None = None,
+        tasks: Sequence[StoredTask] | None = None,
     ) -> str:
         """A new run of the same variant holding copies of a run's episodes (their transcripts,
-        not their verdicts), its configuration the run's with `values` added: a regrade grades
-        the copy, so that the verdicts read on the first run never change and the regrade has
-        an id of its own. One transaction; with a node key, the copy that key made before is
-        returned instead (resumed, never made twice)."""
+        not their verdicts) and of its tasks, its configuration the run's with `values` added:
+        a regrade grades the copy, so that the verdicts read on the first run never change and
+        the regrade has an id of its own. With `tasks`, the copy records those instead (the
+        tasks' current content, which a regrade grades with). One transaction; with a node
+        key, the copy that key made before is returned instead (resumed, never made twice)."""
 
         def copy(db: Database) -> str:
             if node_key is not None:
@@ -224,6 +242,10 @@ class Store(ClimbRecords):
                 " transcript, usage, trace_id, call_id FROM episodes WHERE run_id = ?",
                 (new, run_id),
             )
+            if tasks is None:
+                copy_tasks(db, run_id, new)
+            else:
+                insert_tasks(db, new, tasks)
             return new
 
         return self.db.write(copy)
@@ -247,6 +269,23 @@ class Store(ClimbRecords):
             query + " ORDER BY created_at, id", (pipeline_id,) if pipeline_id else ()
         )
         return [run_info(row) for row in rows]
+
+    def add_run_tasks(
+        self, run_id: str, cases: Sequence[TaskCase], hashes: Mapping[str, str]
+    ) -> None:
+        """Record the tasks a run plays, in order, each with its content hash (the run's
+        suite), level, tags and spec, so that readers need no task file. A task the run
+        recorded before (a resumed run, another process playing it) is kept as it is."""
+        tasks = task_records(cases, hashes)
+        self.db.write(lambda db: insert_tasks(db, run_id, tasks))
+
+    def run_tasks(self, run_id: str) -> list[StoredTask]:
+        """The tasks a run played, in order; none for a run stored by a harness from before
+        the store kept them (its task files are all that says)."""
+        rows = self.db.execute(
+            "SELECT * FROM tasks WHERE run_id = ? ORDER BY position, task_id", (run_id,)
+        )
+        return [stored_task(row) for row in rows]
 
     def add_episode(
         self,

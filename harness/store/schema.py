@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.specs.located import Location, SpecError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # `{serial}`, `{real}`, `{rowid}` and every TEXT are written in each dialect's words (DIALECTS);
 # `{{}}` is a literal `{}`.
 SCHEMA = """
@@ -39,6 +39,17 @@ CREATE TABLE IF NOT EXISTS runs (
     pipeline_id TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_key ON runs(node_key);
+CREATE TABLE IF NOT EXISTS tasks (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    task_id TEXT NOT NULL,
+    position INTEGER NOT NULL,  -- its place in the run's task set
+    content_hash TEXT NOT NULL,  -- as the run's suite records it (config.suite)
+    level INTEGER NOT NULL,
+    tags TEXT NOT NULL,  -- JSON list
+    spec TEXT NOT NULL,  -- JSON: the task as played, its start state resolved
+    file TEXT NOT NULL,  -- the file it was read from
+    PRIMARY KEY (run_id, task_id)
+);
 CREATE TABLE IF NOT EXISTS episodes (
     run_id TEXT NOT NULL REFERENCES runs(id),
     task_id TEXT NOT NULL,
@@ -130,6 +141,9 @@ UPGRADES = {
         "UPDATE verdicts SET grading = 'v2-' || id",
     ),
     3: (),  # 3 -> 4: the climb tables are new (SCHEMA creates them)
+    # 4 -> 5: the tasks each run played are new (SCHEMA creates the table); a run stored before
+    # has none there, and its readers load its task files instead.
+    4: (),
 }
 DIALECTS: dict[str, dict[str, str]] = {
     "sqlite": {
@@ -167,7 +181,8 @@ def upgrade(execute: Callable[[str], Any], dialect: str, version: int, where: Lo
             f"results store of {age} harness (version {version}, this one reads "
             f"{SCHEMA_VERSION}); move it aside or pass another --store",
         )
-    for statement in UPGRADES.get(version, ()):
-        execute(statement)
+    for step in range(version, SCHEMA_VERSION) if version else ():  # each step since, in turn
+        for statement in UPGRADES[step]:
+            execute(statement)
     for statement in statements(dialect):
         execute(statement)

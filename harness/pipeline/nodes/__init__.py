@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import inspect
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.pipeline.types import NodeOutput
 from harness.registry import Registry
 from harness.specs.base import Spec
+from harness.specs.digest import canonical, file_digest, source_digest
 
 if TYPE_CHECKING:
+    from harness.engine.context import Engine
+    from harness.engine.progress import Board
     from harness.models import ModelRuntime
-    from harness.pipeline.progress import Board
     from harness.store import Store
     from harness.tracing import Tracer
+
+__all__ = [
+    "NODE_KINDS",
+    "NodeContext",
+    "NodeKind",
+    "canonical",
+    "file_digest",
+    "register",
+    "source_digest",
+]
 
 BUILTIN = ("load_tasks", "seed_env", "simulate", "grade", "compare", "gate", "report", "log_wandb")
 
@@ -41,6 +48,23 @@ class NodeContext:
     workers: int | None = None  # Ray workers (default: one per CPU of the cluster)
     # Checker code may run without OS isolation where there is none (`--unsafe-checkers`).
     unsafe_checkers: bool = False
+    resolved: Any = None  # what the node kind's `check` resolved when the pipeline was planned
+
+    @property
+    def engine(self) -> Engine:
+        """The resources and settings the engine's operations take."""
+        from harness.engine.context import Engine
+
+        return Engine(
+            self.store,
+            self.runtime,
+            self.tracer,
+            self.board,
+            self.pipeline_id,
+            self.executor,
+            self.workers,
+            self.unsafe_checkers,
+        )
 
 
 Run = Callable[[Any, list[Any], NodeContext], Awaitable[NodeOutput]]
@@ -67,7 +91,10 @@ class NodeKind:
     # Parameters that name files or folders, which must exist before anything runs.
     files: tuple[str, ...] = ()
     # Check the parameters' references (files, variants) before anything runs; raise SpecError.
-    check: Callable[[Any], None] | None = None
+    # Checks the parameters' files when the pipeline is planned, and gives what it resolved
+    # (e.g. the loaded agent variant), which the node's identity and run then take as
+    # `ctx.resolved` instead of loading it again.
+    check: Callable[[Any], Any] | None = None
 
     def accepts(self, count: int) -> bool:
         if self.variadic:
@@ -88,39 +115,3 @@ NODE_KINDS: Registry[NodeKind] = Registry(
 def register(kind: NodeKind) -> NodeKind:
     """Make a node kind available to `uses:`."""
     return NODE_KINDS.register(kind.name)(kind)
-
-
-def file_digest(path: str | Path) -> str:
-    """SHA-256 of a file's bytes (or of a folder's files, sorted), for node identities."""
-    path = Path(path)
-    if not path.is_dir():
-        stat = path.stat()
-        return _one_file_digest(str(path), stat.st_mtime_ns, stat.st_size)
-    digest = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        digest.update(str(file.relative_to(path)).encode())
-        digest.update(file.read_bytes())
-    return digest.hexdigest()
-
-
-@functools.lru_cache(maxsize=4096)
-def _one_file_digest(path: str, mtime_ns: int, size: int) -> str:
-    """A file's digest, read once while it is unchanged (every task of a suite names the same
-    domain source and checker files)."""
-    digest = hashlib.sha256(Path(path).name.encode())
-    digest.update(Path(path).read_bytes())
-    return digest.hexdigest()
-
-
-def source_digest(obj: Any) -> str:
-    """SHA-256 of the source file that defines a class or function (a domain: its tools are its
-    code), for node identities; '' when there is none (built in, or made at run time)."""
-    try:
-        path = inspect.getsourcefile(obj)
-    except TypeError:
-        return ""
-    return file_digest(path) if path is not None and Path(path).is_file() else ""
-
-
-def canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)

@@ -1,136 +1,33 @@
 """`load_tasks`: task files and folders, filtered by id, tag and level, sampled or limited,
-cross-checked."""
+cross-checked (`harness.sim.taskset`)."""
 
 from __future__ import annotations
 
-import hashlib
-import random
-from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
-from harness.pipeline.nodes import (
-    NodeContext,
-    NodeKind,
-    canonical,
-    file_digest,
-    register,
-    source_digest,
-)
+from harness.pipeline.nodes import NodeContext, NodeKind, register
 from harness.pipeline.types import Tasks
-from harness.sim.suite import TaskCase, load_suite, suite_stamp
-from harness.specs.base import Spec
-from harness.specs.located import Location, SpecError, built_once
-from harness.specs.overrides import Override
+from harness.sim.taskset import LoadTasksParams, TaskSet, load_task_set
+
+__all__ = ["LoadTasksParams", "load_task_set", "tasks_output"]
 
 
-class LoadTasksParams(Spec):
-    """Which tasks to run."""
-
-    paths: list[str] = Field(min_length=1, description="Task files or folders.")
-    ids: list[str] = Field(default_factory=list, description="Only these task ids.")
-    tags: list[str] = Field(default_factory=list, description="Only tasks with one of these tags.")
-    levels: list[int] = Field(default_factory=list, description="Only tasks of these levels.")
-    sample: int | None = Field(
-        default=None, ge=1, description="After the filters: a random sample of this many tasks."
-    )
-    seed: int = Field(default=0, description="Seed of `sample`: the same seed, the same tasks.")
-    limit: int | None = Field(
-        default=None, ge=1, description="Last: at most this many tasks, in file order."
-    )
-    personas: str | None = Field(default=None, description="Personas folder (default: nearest).")
-    overrides: list[str] = Field(
-        default_factory=list, alias="set", description="Task overrides, `PATH=VALUE`."
-    )
-    persona_overrides: list[str] = Field(
-        default_factory=list, alias="persona_set", description="Persona overrides, `PATH=VALUE`."
-    )
-
-
-def task_content(case: TaskCase) -> str:
-    """Everything that defines one task: its spec, persona, start state, every file a check
-    references (checker code), and the code of its domain (editing a tool must re-run the
-    episodes, not reuse verdicts of the old tool)."""
-    files = [file for c in case.task.checks for file in c.references().files.values()]
-    return canonical(
-        [
-            case.task.model_dump(mode="json"),
-            case.persona.model_dump(mode="json"),
-            case.state,
-            [file_digest(f) for f in files],
-            source_digest(case.domain),
-        ]
-    )
-
-
-def content_hash(cases: list[TaskCase], contents: list[str] | None = None) -> str:
-    """Everything that defines a task set (`task_content` of each task, in order)."""
-    digest = hashlib.sha256()
-    for content in contents if contents is not None else map(task_content, cases):
-        digest.update(content.encode())
-    return digest.hexdigest()
-
-
-def select(cases: list[TaskCase], params: LoadTasksParams, where: str) -> list[TaskCase]:
-    unknown = set(params.ids) - {c.task.id for c in cases}
-    if unknown:
-        raise SpecError.at(
-            Location(where), "ids", f"unknown task ids: {', '.join(sorted(unknown))}"
-        )
-    chosen = [
-        c
-        for c in cases
-        if (not params.ids or c.task.id in params.ids)
-        and (not params.tags or set(params.tags) & set(c.task.tags))
-        and (not params.levels or c.task.level in params.levels)
-    ]
-    if not chosen:
-        raise SpecError.at(Location(where), "", "no task matches the ids, tags and levels given")
-    if params.sample is not None and params.sample < len(chosen):
-        kept = set(random.Random(params.seed).sample(range(len(chosen)), params.sample))
-        chosen = [case for index, case in enumerate(chosen) if index in kept]
-    return chosen[: params.limit]
-
-
-def load_task_set(params: LoadTasksParams, where: str = "load_tasks") -> Tasks:
-    """The task set the parameters describe (also used to re-grade a stored run); within one
-    command, built once while its files are unchanged (planning, the preflight check and the
-    node itself ask for it)."""
-    paths = [Path(p) for p in params.paths]
-    return built_once(
-        ("tasks", params.model_dump_json()),
-        lambda: suite_stamp(paths, Path(params.personas) if params.personas else None),
-        lambda: _task_set(params, where),
-    )
-
-
-def _task_set(params: LoadTasksParams, where: str) -> Tasks:
-    cases = load_suite(
-        [Path(p) for p in params.paths],
-        Path(params.personas) if params.personas else None,
-        [Override.parse_in(o, "task") for o in params.overrides],
-        [Override.parse_in(o, "persona") for o in params.persona_overrides],
-    )
-    chosen = select(cases, params, where)
-    contents = [task_content(case) for case in chosen]
+def tasks_output(task_set: TaskSet) -> Tasks:
+    """The node's output for a task set."""
     return Tasks(
-        task_ids=[c.task.id for c in chosen],
-        content_hash=content_hash(chosen, contents),
-        task_hashes={
-            case.task.id: hashlib.sha256(content.encode()).hexdigest()[:16]
-            for case, content in zip(chosen, contents, strict=True)
-        },
-        source=params.model_dump(mode="json", by_alias=True),
-    ).with_cases(chosen)
+        task_ids=task_set.task_ids,
+        content_hash=task_set.content_hash,
+        task_hashes=task_set.task_hashes,
+        source=task_set.source,
+    ).with_cases(task_set.cases)
 
 
 async def run(params: LoadTasksParams, inputs: list[Any], ctx: NodeContext) -> Tasks:
-    return load_task_set(params, f"node {ctx.node_id}")
+    return tasks_output(load_task_set(params, f"node {ctx.node_id}"))
 
 
-def check(params: LoadTasksParams) -> None:
-    load_task_set(params)
+def check(params: LoadTasksParams) -> TaskSet:
+    return load_task_set(params)
 
 
 register(

@@ -1,10 +1,7 @@
-"""`simulate`: play every task's trials against an agent variant and store the transcripts.
-
-Episodes are stored one by one as they finish, under a run keyed by the node's content: a rerun
-after a crash finds that run and plays only the episodes it is missing (none lost, none twice).
-Where they are played is the executor's business (`harness.pipeline.executors`: this process, or
-Ray workers); which executor plays them is not part of the node's key, since it changes nothing
-in what they give.
+"""`simulate`: play every task's trials against an agent variant and store the transcripts
+(`harness.engine.play`), under a run keyed by the node's content: a rerun after a crash finds
+that run and plays only the episodes it is missing. Which executor plays them is not part of
+the node's key, since it changes nothing in what they give.
 """
 
 from __future__ import annotations
@@ -15,25 +12,17 @@ from typing import Any, Literal
 from pydantic import Field
 
 from harness.defaults import MAX_CONCURRENCY, MAX_TRIALS
-from harness.pipeline.executors import (
-    EpisodeJob,
-    EpisodeSetup,
-    Jobs,
-    check_executor,
-    make_executor,
-)
+from harness.engine.executors import check_executor
+from harness.engine.play import play_run
 from harness.pipeline.nodes import NodeContext, NodeKind, register
 from harness.pipeline.types import Episodes, Tasks
 from harness.sim.agent import check_agent
-from harness.sim.episode import episode_seed
 from harness.sim.suite import check_variant
 from harness.specs.agent import AgentVariant
 from harness.specs.base import Spec
 from harness.specs.load import Loaded, load_agent
 from harness.specs.located import read_yaml
 from harness.specs.overrides import Override
-from harness.tracing import SpanResult
-from harness.transcript import Transcript
 
 
 class SimulateParams(Spec):
@@ -90,17 +79,23 @@ def variant_lineage(agent: Path, name: str) -> list[str]:
     return names
 
 
+def planned_variant(params: SimulateParams, ctx: NodeContext) -> Loaded[AgentVariant]:
+    """The variant loaded when the pipeline was planned (`check=load_variant`)."""
+    return ctx.resolved if ctx.resolved is not None else load_variant(params)
+
+
 def identity(params: SimulateParams, ctx: NodeContext) -> dict[str, Any]:
     """The variant's content hash stands for the agent (not the file's path)."""
-    identity = {"variant_hash": load_variant(params).spec.content_hash(), "trials": params.trials}
+    variant_hash = planned_variant(params, ctx).spec.content_hash()
+    identity = {"variant_hash": variant_hash, "trials": params.trials}
     return identity | ({"first_trial": params.first_trial} if params.first_trial else {})
 
 
 async def run(params: SimulateParams, inputs: list[Any], ctx: NodeContext) -> Episodes:
     [tasks] = inputs
-    loaded = load_variant(params)
+    loaded = planned_variant(params, ctx)
     check_variant(loaded, tasks.cases)
-    variant, variant_hash = loaded.spec, loaded.spec.content_hash()
+    variant = loaded.spec
     config = {
         "agent": params.agent,
         "overrides": params.overrides,
@@ -111,46 +106,25 @@ async def run(params: SimulateParams, inputs: list[Any], ctx: NodeContext) -> Ep
         "lineage": variant_lineage(Path(params.agent), variant.name),
     }
     # The run this node's key started before (resumed), else a new one; `--fresh`: a new one.
-    if ctx.fresh:
-        run_id = ctx.store.new_run(variant.name, variant_hash, config, ctx.key, ctx.pipeline_id)
-    else:
-        run_id = ctx.store.claim_run(
-            variant.name, variant_hash, config, ctx.key, ctx.pipeline_id
-        ).id
-    done = ctx.store.episode_keys(run_id)
-    todo = [
-        EpisodeJob(case, trial, episode_seed(case.task.id, trial))
-        for case in tasks.cases
-        for trial in range(params.first_trial, params.first_trial + params.trials)
-        if (case.task.id, trial) not in done
-    ]
-    tracker = ctx.board.track(ctx.node_id, len(tasks.cases) * params.trials)
-    for _ in done:
-        tracker.advance()
-
-    def stored_meanwhile(job: EpisodeJob) -> bool:  # by another process playing this run
-        if ctx.store.has_episode(run_id, job.case.task.id, job.trial):
-            tracker.advance()
-            return True
-        return False
-
-    def finished(job: EpisodeJob, transcript: Transcript, span: SpanResult) -> None:
-        ctx.store.add_episode(run_id, transcript, span.trace_id, span.call_id)
-        tracker.advance(error=transcript.error is not None, usage=transcript.usage)
-
-    jobs = Jobs(todo, stored_meanwhile, finished)
-    setup = EpisodeSetup(variant, variant_hash, ctx.runtime, params.concurrency)
-    executor = make_executor(ctx.executor or params.executor or "local", ctx.workers)
-    attributes = {"run_id": run_id, "variant": variant.name, "variant_hash": variant_hash}
-    span_inputs = {"run_id": run_id, "tasks": len(tasks.cases), "trials": params.trials}
-    with ctx.tracer.span("harness.evaluation", span_inputs, attributes) as evaluation:
-        await executor.play(jobs, setup)
-        if evaluation is not None:
-            evaluation.output = {"episodes": tracker.completed, "errors": tracker.errors}
-    ctx.store.finish_run(run_id)
-    episodes = len(ctx.store.episode_keys(run_id))
+    engine = ctx.engine
+    engine.executor = ctx.executor or params.executor
+    played = await play_run(
+        engine,
+        tasks.cases,
+        variant,
+        config,
+        trials=params.trials,
+        first_trial=params.first_trial,
+        concurrency=params.concurrency,
+        key=ctx.key,
+        fresh=ctx.fresh,
+        label=ctx.node_id,
+    )
     return Episodes(
-        run_id=run_id, variant=variant.name, variant_hash=variant_hash, episodes=episodes
+        run_id=played.run_id,
+        variant=played.variant,
+        variant_hash=played.variant_hash,
+        episodes=played.episodes,
     ).with_cases(tasks.cases)
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from harness.report.html.episodes import EpisodeView
 from harness.secrets import redact
-from harness.sim.suite import TaskCase
+from harness.store import StoredTask
 
 
 class ClusterView(BaseModel):
@@ -30,7 +30,9 @@ class ClusterView(BaseModel):
     episodes: list[str] = Field(description="Keys of this run's episodes of the task.")
 
 
-def failure_clusters(cases: dict[str, TaskCase], episodes: list[EpisodeView]) -> list[ClusterView]:
+def failure_clusters(
+    cases: dict[str, StoredTask], episodes: list[EpisodeView]
+) -> list[ClusterView]:
     """The clusters behind the run's tasks that carry provenance, the most frequent first."""
     played: dict[str, list[EpisodeView]] = defaultdict(list)
     for episode in episodes:
@@ -38,14 +40,14 @@ def failure_clusters(cases: dict[str, TaskCase], episodes: list[EpisodeView]) ->
     clusters = []
     for task_id, mine in played.items():
         case = cases.get(task_id)
-        source = case.task.source if case is not None else None
+        source = case.provenance if case is not None else None
         if case is None or source is None:
             continue
         clusters.append(
             ClusterView(
                 task_id=task_id,
-                file=str(case.loaded.path),
-                title=case.task.title,
+                file=case.file,
+                title=case.title,
                 kind=source.kind,
                 signature=redact(source.signature),
                 count=source.count or source.traces,

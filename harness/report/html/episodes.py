@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from harness.grading.result import CheckResult, Verdict
 from harness.report.html.diff import StateChange, state_changes
-from harness.sim.suite import TaskCase
+from harness.store import StoredTask
 from harness.transcript import Message, Transcript
 
 
@@ -110,20 +110,19 @@ def chat_turns(messages: list[Message]) -> list[Turn]:
 
 
 def episode_view(
-    key: str, run_id: str, transcript: Transcript, verdict: Verdict | None, case: TaskCase | None
+    key: str, run_id: str, transcript: Transcript, verdict: Verdict | None, case: StoredTask | None
 ) -> EpisodeView:
-    """The page's view of one stored episode; `case` (the task, when its file was read) gives
-    the level, tags and start state."""
+    """The page's view of one stored episode; `case` (the task as the run played it, when the
+    store or its file says) gives the title, level, tags and start state."""
     t = transcript
-    task = case.task if case is not None else None
     return EpisodeView(
         key=key,
         run_id=run_id,
         variant=t.variant,
         task_id=t.task_id,
-        title=task.title if task else "",
-        level=task.level if task else None,
-        tags=list(task.tags) if task else [],
+        title=case.title if case else "",
+        level=case.task.level if case else None,
+        tags=list(case.task.tags) if case else [],
         trial=t.trial,
         seed=t.seed,
         persona=t.persona,

@@ -14,7 +14,7 @@ from harness.report.html.clusters import ClusterView, failure_clusters
 from harness.report.html.episodes import EpisodeView, episode_view
 from harness.report.html.figures import RunSection, run_section
 from harness.report.html.pairs import EpisodePair, episode_pairs
-from harness.report.html.tasks import RunTasks, run_tasks
+from harness.report.html.tasks import RunTasks, recorded_tasks, run_tasks
 from harness.report.html.trends import GateDecision, Trends, trends
 from harness.report.summary import run_figures
 from harness.store import RunInfo, Store
@@ -62,17 +62,19 @@ def run_episodes(store: Store, info: RunInfo, tasks: RunTasks, prefix: str) -> l
 
 
 TaskReader = Callable[[RunInfo], RunTasks]
-"""How a page reads a run's tasks (`run_tasks`; the viewer keeps what it read)."""
+"""How a page reads the tasks of a run stored before the store kept them, from their files
+(`run_tasks`; the viewer keeps what it read)."""
 
 
 def load_run(
     store: Store, run_id: str, prefix: str, read_tasks: TaskReader = run_tasks
 ) -> tuple[RunSection, RunTasks]:
-    """One run's section, and the tasks read from its recorded files."""
+    """One run's section, and its tasks: as the store recorded them, else read from its
+    recorded files."""
     info = store.run(run_id)
     if info is None:
         raise LookupError(f"no run {run_id!r} in {store.path}")
-    tasks = read_tasks(info)
+    tasks = recorded_tasks(store, run_id) or read_tasks(info)
     levels = {task_id: case.task.level for task_id, case in tasks.cases.items()}
     figures = run_figures(store, run_id, levels)
     episodes = run_episodes(store, info, tasks, prefix)

@@ -1,15 +1,16 @@
-"""The tasks a stored run played, read again from the files it recorded: their levels, tags,
-start states and provenance. A report is often made later or elsewhere (a CI artifact), where
-the files may have moved: then it says why and shows what the store alone holds."""
+"""The tasks a stored run played: their levels, tags, start states and provenance, as the store
+recorded them when the run played them. A run stored before the store kept its tasks has them
+read again from the files it recorded; a report is often made later or elsewhere (a CI
+artifact), where those files may have moved: then it says why and shows what the store holds."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.sim.suite import TaskCase, load_suite
+from harness.sim.suite import load_suite
 from harness.specs.overrides import Override
-from harness.store import RunInfo
+from harness.store import RunInfo, Store, StoredTask
 
 
 @dataclass
@@ -17,12 +18,19 @@ class RunTasks:
     """A run's tasks by id, or why they could not be read (a plain record: a task's checks
     are typed only once their kinds are registered, so no model validates it again)."""
 
-    cases: dict[str, TaskCase] = field(default_factory=dict)  # task id -> task
+    cases: dict[str, StoredTask] = field(default_factory=dict)  # task id -> task
     problem: str = ""  # why the task files could not be read
 
 
+def recorded_tasks(store: Store, run_id: str) -> RunTasks | None:
+    """The tasks the store recorded for a run; None for a run stored before it kept them."""
+    recorded = store.run_tasks(run_id)
+    return RunTasks(cases={t.task.id: t for t in recorded}) if recorded else None
+
+
 def run_tasks(info: RunInfo) -> RunTasks:
-    """Load the task files a run recorded, with its task and persona overrides."""
+    """Load the task files a run recorded, with its task and persona overrides (for a run
+    stored before the store kept its tasks)."""
     recorded = info.config.get("tasks")
     if not isinstance(recorded, dict) or not recorded.get("paths"):
         return RunTasks(problem="the run recorded no task files")
@@ -39,4 +47,4 @@ def run_tasks(info: RunInfo) -> RunTasks:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         where = ", ".join(map(str, paths))
         return RunTasks(problem=f"task files {where} could not be read: {first}")
-    return RunTasks(cases={case.task.id: case for case in cases})
+    return RunTasks(cases={case.task.id: StoredTask.of(case) for case in cases})

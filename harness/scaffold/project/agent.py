@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harness.domains import ToolError
+from harness.sdk import ToolError
 
 MEMBER = re.compile(r"\bM-\d+\b")
 TITLE = re.compile(r"\"([^\"]+)\"")

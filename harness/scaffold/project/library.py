@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.domains import Environment, ToolError, register_domain, tool
+from harness.sdk import Environment, ToolError, register_domain, tool
 
 
 class Book(BaseModel):

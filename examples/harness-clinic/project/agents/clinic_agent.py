@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harness.domains import ToolError
+from harness.sdk import ToolError
 
 DAY = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 APPOINTMENT = re.compile(r"\bA-\d+\b")

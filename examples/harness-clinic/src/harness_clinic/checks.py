@@ -5,7 +5,8 @@ A plug-in check kind is one module: a spec model (a `CheckBase` with a `kind` li
 that names tools, files or state paths in its fields also overrides `references()` so that
 `harness validate` checks them) and a handler returning a `Finding`, registered together with
 `@register_check`. This module is named by the package's
-`harness.checks` entry point, so harness imports it on first use.
+`harness.checks` entry point, so harness imports it on first use. Everything a plug-in needs
+comes from `harness.sdk`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Literal
 
-from harness.grading.checks import CheckContext, register_check
-from harness.grading.result import Finding
-from harness.specs.checks import CheckBase
-from harness.transcript import Transcript
+from harness.sdk import CheckBase, CheckContext, Finding, Transcript, register_check
 
 
 class NoDoubleBookingCheck(CheckBase):

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.domains import Environment, ToolError, tool
+from harness.sdk import Environment, ToolError, tool
 
 
 class Doctor(BaseModel):

@@ -15,8 +15,8 @@ from harness.tracing import Tracer, open_local_client
 from harness.transcript import Transcript
 
 if TYPE_CHECKING:  # reconstruct imports this module
-    from harness.traces.calls import CallRecord, Unreadable
-    from harness.traces.reconstruct import Conversation
+    from harness.production.calls import CallRecord, Unreadable
+    from harness.production.reconstruct import Conversation
 
 EPISODE_OP = "harness.episode"
 GRADE_OP = "harness.grade"
@@ -221,7 +221,7 @@ def find_episode(store: Path, call_id: str) -> EpisodeTrace | None:
 def _session_records(client: Any, session_id: str) -> list[CallRecord] | None:
     """The calls of the session `session_id` names: a thread id, or an app's root call id (or
     its last characters, as `traces list` shows it); None when it names no single one."""
-    from harness.traces.calls import Filters, read_client
+    from harness.production.calls import Filters, read_client
 
     if list(client.get_calls(filter={"thread_ids": [session_id]}, limit=1)):
         return list(read_client(client, Filters(thread_ids=[session_id])))
@@ -243,7 +243,7 @@ def _session_records(client: Any, session_id: str) -> list[CallRecord] | None:
 
 def _duration_s(records: list[CallRecord]) -> float:
     """From the first call's start to the last call's end."""
-    from harness.traces.calls import parse_time
+    from harness.production.calls import parse_time
 
     starts = [t for r in records if (t := parse_time(r.started_at))]
     ends = [t for r in records if (t := parse_time(r.ended_at))]
@@ -253,8 +253,8 @@ def _duration_s(records: list[CallRecord]) -> float:
 def find_session(store: Path, session_id: str) -> AppSession | None:
     """An app's session, by thread id or root call id (see `_session_records`), rebuilt as
     `harness traces to-tasks` rebuilds it; None when the id names no single session."""
-    from harness.traces.calls import Unreadable
-    from harness.traces.reconstruct import conversations
+    from harness.production.calls import Unreadable
+    from harness.production.reconstruct import conversations
 
     tracer = Tracer(open_local_client(store))
     try:

@@ -33,10 +33,10 @@ from typing import Any
 
 from harness.jsontext import json_or_text
 from harness.outcomes import DEFAULT, ErrorValues
-from harness.traces import llm_calls
-from harness.traces.calls import CallRecord, Unreadable
-from harness.traces.episodes import EPISODE_OP, from_trace
-from harness.traces.tool_ops import (
+from harness.production import llm_calls
+from harness.production.calls import CallRecord, Unreadable
+from harness.production.episodes import EPISODE_OP, from_trace
+from harness.production.tool_ops import (
     Observation,
     Raised,
     Report,

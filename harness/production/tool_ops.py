@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.outcomes import DEFAULT, ErrorValues
-from harness.traces import llm_calls
-from harness.traces.calls import CallRecord
+from harness.production import llm_calls
+from harness.production.calls import CallRecord
 from harness.transcript import ToolSpec
 
 Report = Callable[[CallRecord, str], None]

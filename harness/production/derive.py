@@ -27,8 +27,8 @@ import re
 from typing import Any
 
 from harness.jsontext import json_or_text
-from harness.traces.failures import EMAILS, Failure
-from harness.traces.reconstruct import Conversation, Observation, Raised
+from harness.production.failures import EMAILS, Failure
+from harness.production.reconstruct import Conversation, Observation, Raised
 
 AMOUNTS = re.compile(r"[$€£]\s?(\d+(?:\.\d{1,2})?)|\b(\d+\.\d{2})\b")
 NOT_FOUND = re.compile(

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.models import wire_anthropic, wire_openai
-from harness.traces.calls import CallRecord
+from harness.production.calls import CallRecord
 from harness.transcript import Message, ToolSpec
 
 OPENAI_OPS = ("openai.chat.completions.create", "openai.chat.completions.parse")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from harness.domains import Environment, resolve_domain
 from harness.imports import is_reference, split_reference
-from harness.traces.calls import CallRecord, Filters, Unreadable
-from harness.traces.convert import TaskOptions, Written, write_tasks
-from harness.traces.failures import cluster
-from harness.traces.reconstruct import conversations
+from harness.production.calls import CallRecord, Filters, Unreadable
+from harness.production.convert import TaskOptions, Written, write_tasks
+from harness.production.failures import cluster
+from harness.production.reconstruct import conversations
 
 
 def domain_for_tasks(reference: str, out: Path, base: Path) -> tuple[str, type[Environment]]:

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.engine.executors import EpisodeJob, EpisodeSetup, Jobs, drain
+from harness.engine.ray_limits import EndpointLimits, SharedRuntime
 from harness.models import CallPolicy, PriceTable, ResponseCache
-from harness.pipeline.executors import EpisodeJob, EpisodeSetup, Jobs, drain
-from harness.pipeline.ray_limits import EndpointLimits, SharedRuntime
 from harness.specs.agent import AgentVariant
 from harness.specs.located import Location, SpecError
 from harness.specs.persona import Persona
@@ -108,10 +108,18 @@ class EpisodeWorker:
         self.limits.forget.remote(self.owner)  # slots held by an earlier life of this worker
         self.caches: dict[Path, ResponseCache] = {}
         self.players: dict[str, _Player] = {}
+        self.domains: dict[str, Any] = {}  # each domain reference resolved once per worker
 
     async def play(self, episode: Episode, setup: WorkerSetup) -> Transcript:
+        from harness.domains import resolve_domain
         from harness.sim.episode import EpisodeSpec, run_episode
 
+        reference = episode.task.domain
+        if reference not in self.domains:
+            try:
+                self.domains[reference] = resolve_domain(reference)
+            except Exception:  # the episode resolves it again and reports the environment's error
+                self.domains[reference] = None
         player = self._player(setup)
         player.playing += 1
         try:
@@ -124,6 +132,7 @@ class EpisodeWorker:
                 trial=episode.trial,
                 seed=episode.seed,
                 runtime=player.runtime,
+                domain=self.domains[reference],
             )
             return await run_episode(spec)
         finally:

@@ -1,5 +1,5 @@
 """Where a `simulate` node's episodes are played: `local` (on this process's event loop, the
-default) or `ray` (as Ray tasks on a local Ray or a cluster, `harness.pipeline.ray_executor`).
+default) or `ray` (as Ray tasks on a local Ray or a cluster, `harness.engine.ray_executor`).
 
 Both hand out the same jobs, play each with the same seed and record each finished episode the
 same way (its `harness.episode` span, then the store, written only here in the driver), so an
@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from harness.models import ModelRuntime
+from harness.production.episodes import trace_view
 from harness.sim.agent import make_agent
 from harness.sim.episode import EpisodeSpec, run_episode
 from harness.sim.suite import TaskCase
 from harness.specs.agent import AgentVariant
 from harness.specs.located import Location, SpecError
-from harness.traces.episodes import trace_view
 from harness.tracing import SpanResult, child_span
 from harness.transcript import Transcript
 
@@ -118,6 +118,7 @@ class LocalExecutor:
                 trial=job.trial,
                 seed=job.seed,
                 runtime=setup.runtime,
+                domain=job.case.domain,
             )
             return run_episode(spec)
 
@@ -141,7 +142,7 @@ def check_executor(name: str, where: str = "--executor") -> None:
 def make_executor(name: str, workers: int | None = None) -> Executor:
     """The executor a name stands for (`workers`: Ray workers, default one per CPU)."""
     if name == "ray":
-        from harness.pipeline.ray_executor import RayExecutor
+        from harness.engine.ray_executor import RayExecutor
 
         return RayExecutor(workers)
     return LocalExecutor()

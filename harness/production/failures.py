@@ -38,8 +38,8 @@ from datetime import datetime
 from typing import Any
 
 from harness.outcomes import false_successes
-from harness.traces.calls import EPOCH, Filters, op_matches, parse_time
-from harness.traces.reconstruct import Conversation, Raised
+from harness.production.calls import EPOCH, Filters, op_matches, parse_time
+from harness.production.reconstruct import Conversation, Raised
 
 NEGATIVE_EMOJI = {
     "👎",

@@ -10,7 +10,7 @@ import asyncio
 from typing import Any
 
 from harness.models import CompletionParams, ModelError, ModelRuntime
-from harness.traces.reconstruct import Conversation
+from harness.production.reconstruct import Conversation
 from harness.transcript import Message
 
 WRITER = (

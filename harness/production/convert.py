@@ -6,7 +6,7 @@ correct behaviour; this module makes each cluster a task that replays against th
 - its domain is `replay` by default (`harness.domains.replay`): the tools production's agent was
   offered, answering what production's tools returned, so no domain needs writing; or a user's
   domain (`--domain REF`), whose start state is seeded from the recorded tool results by the
-  domain's `Environment.observed_state(calls)` hook (and, for a success, whose
+  domain's `TraceReplay.observed_state(calls)` hook (and, for a success, whose
   `expected_state(calls)` gives a state check);
 - the simulated user gets the first message verbatim and a scenario (the request, the goal, the
   ids, emails and amounts the user gave); its later turns are played by `--persona-model`, or
@@ -32,14 +32,15 @@ from typing import Any
 import yaml
 
 from harness.defaults import STOP_SIGNAL
-from harness.domains import Environment
+from harness.domains import Environment, trace_replay
+from harness.domains.trace_replay import Calls
 from harness.outcomes import DEFAULT, ErrorValues
-from harness.traces import derive
-from harness.traces.calls import Unreadable
-from harness.traces.criteria import rewrite_criteria
-from harness.traces.failures import Cluster
-from harness.traces.reconstruct import Conversation
-from harness.traces.tool_ops import Observation, inferred_tools
+from harness.production import derive
+from harness.production.calls import Unreadable
+from harness.production.criteria import rewrite_criteria
+from harness.production.failures import Cluster
+from harness.production.reconstruct import Conversation
+from harness.production.tool_ops import Observation, inferred_tools
 
 IDS = re.compile(r"\b[A-Z]{1,4}-\d+\b")  # any id, when the domain declares no `id_patterns`
 POLITE = re.compile(r"\b(please|thanks|thank you|hi|hello)\b", re.IGNORECASE)
@@ -52,8 +53,8 @@ class NotConvertible(Exception):
 
 
 def id_patterns(domain: type[Environment] | None) -> dict[str, re.Pattern[str]]:
-    """The kinds of ids a domain declares (`Environment.id_patterns`), else one generic `id`."""
-    declared = domain.id_patterns if domain is not None else {}
+    """The kinds of ids a domain declares (`TraceReplay.id_patterns`), else one generic `id`."""
+    declared = trace_replay.id_patterns(domain) if domain is not None else {}
     return {name: re.compile(pattern) for name, pattern in declared.items()} or {"id": IDS}
 
 
@@ -166,11 +167,13 @@ def _start(
     domain = options.domain_class
     assert domain is not None
     calls = [(o.name, o.arguments, o.result) for o in conversation.observations if o.error is None]
-    observed = _hook(domain.observed_state, calls, options.domain)
+    observed = _hook(trace_replay.observed_state, domain, calls, options.domain)
     if observed:
         start["state"] = observed
     expected = (
-        {} if cluster_.failure.failed else _hook(domain.expected_state, calls, options.domain)
+        {}
+        if cluster_.failure.failed
+        else _hook(trace_replay.expected_state, domain, calls, options.domain)
     )
     return start, expected
 
@@ -202,14 +205,16 @@ def _recording(observation: Observation) -> dict[str, Any]:
     return {**recorded, "result": observation.result}
 
 
-Calls = list[tuple[str, dict[str, Any], Any]]
-
-
-def _hook(hook: Callable[[Calls], dict[str, Any]], calls: Calls, domain: str) -> dict[str, Any]:
+def _hook(
+    hook: Callable[[type[Environment], Calls], dict[str, Any]],
+    domain_class: type[Environment],
+    calls: Calls,
+    domain: str,
+) -> dict[str, Any]:
     """A domain hook on production's calls; its failure (another app's arguments, say) makes
     the cluster not convertible instead of stopping the conversion."""
     try:
-        return dict(hook(calls) or {})
+        return hook(domain_class, calls)
     except Exception as exc:
         raise NotConvertible(
             f"domain {domain}: {hook.__name__} failed on the recorded calls: "

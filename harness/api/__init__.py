@@ -1,0 +1,34 @@
+"""The library API: what `import harness` gives, and what the pipeline's nodes, the commands,
+the climb and the benches are built on.
+
+    suite = harness.load_suite("tasks/support", tags=["smoke"])
+    agent = harness.load_agent("agents/support-baseline.yaml", set=["model=..."])
+    run = harness.evaluate(suite, agent, trials=3, store=".harness/results.db")
+    run.pass_rate, run.interval, run.episodes, run.to_pandas()
+    ab = harness.compare(run_a, run_b)
+    decision = harness.gate(candidate, baseline, config="ci/gate.yaml")
+
+Each thing is loaded once and passed down; results are typed objects (with `_repr_html_` for
+notebooks) that reach everything a command prints. `docs/api.md` has the whole surface.
+"""
+
+from harness.api.agent import Agent, load_agent
+from harness.api.decide import compare, gate
+from harness.api.evaluate import evaluate, evaluate_async, open_runtime, run_sync
+from harness.api.results import Episode, RunResult
+from harness.api.suite import Suite, load_suite
+
+__all__ = [
+    "Agent",
+    "Episode",
+    "RunResult",
+    "Suite",
+    "compare",
+    "evaluate",
+    "evaluate_async",
+    "gate",
+    "load_agent",
+    "load_suite",
+    "open_runtime",
+    "run_sync",
+]

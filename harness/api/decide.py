@@ -1,0 +1,87 @@
+"""Decisions on stored runs: an A/B comparison and the CI gate, as `harness compare` and
+`harness gate` make them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness import defaults
+from harness.api.evaluate import open_runtime, run_sync
+from harness.api.results import RunResult
+from harness.compare import ComparisonResult, compare_runs
+from harness.gate import GateResult, gate_run, load_gate_config
+from harness.specs.agent import ModelRef
+from harness.store import Store
+from harness.store.tasks import PlayedTask, played_tasks
+from harness.store_location import StoreTarget
+
+
+def _run_id(run: RunResult | str) -> str:
+    return run.run_id if isinstance(run, RunResult) else run
+
+
+def _store(store: StoreTarget | None, *runs: RunResult | str) -> StoreTarget:
+    """The store named, else the store of the first `RunResult` given, else the default."""
+    if store is not None:
+        return store
+    for run in runs:
+        if isinstance(run, RunResult):
+            return run.store
+    return defaults.RESULTS_STORE
+
+
+def played(store: Store, run_id: str) -> Sequence[PlayedTask]:
+    """The tasks a stored run played, as the store recorded them."""
+    info = store.run(run_id)
+    if info is None:
+        raise LookupError(f"no run {run_id!r} in {store.path}")
+    return played_tasks(store, info)
+
+
+def compare(
+    run_a: RunResult | str,
+    run_b: RunResult | str,
+    *,
+    store: StoreTarget | None = None,
+    judge_model: ModelRef | None = None,
+    max_error_rate: float = defaults.MAX_ERROR_RATE,
+) -> ComparisonResult:
+    """A/B: B against A on the tasks both played (paired, clustered by task); with a judge
+    model, the relative judge too (each pair both ways)."""
+    target, a, b = _store(store, run_a, run_b), _run_id(run_a), _run_id(run_b)
+
+    async def compared() -> ComparisonResult:  # on the thread that runs it: SQLite's rule
+        opened, runtime = Store(target), open_runtime() if judge_model is not None else None
+        try:
+            judge = runtime.model(judge_model, role="judge") if runtime is not None else None
+            cases = played(opened, a)
+            return await compare_runs(opened, a, b, cases, judge, max_error_rate)
+        finally:
+            if runtime is not None:
+                await runtime.aclose()
+                runtime.close()
+            opened.close()
+
+    return run_sync(compared())
+
+
+def gate(
+    candidate: RunResult | str,
+    baseline: RunResult | str | None,
+    *,
+    config: str | Path = "ci/gate.yaml",
+    store: StoreTarget | None = None,
+    allow_suite_change: bool = False,
+) -> GateResult:
+    """The CI gate's decision on a candidate run against a baseline run (or the absolute
+    rules alone, without one); it joins the store's gate history."""
+    rules = load_gate_config(config)
+    opened = Store(_store(store, candidate, *([baseline] if baseline is not None else [])))
+    try:
+        run = _run_id(candidate)
+        base = _run_id(baseline) if baseline is not None else None
+        cases = played(opened, run)
+        return gate_run(opened, rules, run, base, cases, allow_suite_change)
+    finally:
+        opened.close()

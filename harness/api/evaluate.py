@@ -1,0 +1,137 @@
+"""Evaluate an agent on a suite: play every task's trials into the results store, grade them
+there, and give back the run's figures. The same engine as `harness run-eval` (which runs it
+as a pipeline of nodes), called directly with the suite and the agent loaded once."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Coroutine
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness import defaults
+from harness.api.agent import Agent
+from harness.api.results import RunResult
+from harness.api.suite import Suite
+from harness.engine.context import Engine
+from harness.engine.grade import claim_grading, grade_run
+from harness.engine.play import play_run
+from harness.engine.progress import Board
+from harness.grading.requirements import JUDGE_HINT, missing_isolation, missing_judge, project_judge
+from harness.models import CallPolicy, ModelRuntime, PriceTable, ResponseCache
+from harness.sim.suite import check_variant
+from harness.specs.agent import ModelRef
+from harness.specs.located import Location, SpecError
+from harness.store import Store
+from harness.store_location import StoreTarget
+from harness.tracing import NO_TRACER, open_run_tracer
+
+T = TypeVar("T")
+
+
+def open_runtime(
+    cache: Path | None = defaults.RESPONSE_CACHE,
+    prices: Path | None = None,
+    timeout_s: float = defaults.MODEL_TIMEOUT_S,
+    retries: int = defaults.MODEL_RETRIES,
+) -> ModelRuntime:
+    """A model runtime: its response cache, prices and retry policy."""
+    return ModelRuntime(
+        cache=ResponseCache(cache) if cache else None,
+        prices=PriceTable(prices),
+        policy=CallPolicy(timeout_s=timeout_s, max_retries=retries),
+    )
+
+
+def check_gradable(
+    suite: Suite, judge: ModelRef | None, unsafe_checkers: bool, where: str = "evaluate"
+) -> None:
+    """Stop before anything is played when the suite cannot be graded here: `llm_judge`
+    checks with no judge, python checks with no OS isolation and no permission."""
+    problems = []
+    if judge is None and (message := missing_judge(suite.cases)) is not None:
+        problems.append(f"{message}: {JUDGE_HINT}")
+    if (message := missing_isolation(suite.cases, unsafe_checkers)) is not None:
+        problems.append(message)
+    if problems:
+        raise SpecError.at(Location(where), "", "; ".join(problems))
+
+
+async def evaluate_async(
+    suite: Suite,
+    agent: Agent,
+    *,
+    trials: int = 1,
+    concurrency: int = 8,
+    store: StoreTarget = defaults.RESULTS_STORE,
+    judge_model: ModelRef | dict[str, Any] | str | None = None,
+    runtime: ModelRuntime | None = None,
+    traces: Path | None = None,
+    weave_project: str | None = None,
+    executor: str | None = None,
+    unsafe_checkers: bool = False,
+    progress: bool = False,
+) -> RunResult:
+    """`evaluate` for code that is already in an event loop: `await harness.evaluate_async(...)`."""
+    judge = _judge(judge_model)
+    check_variant(agent.loaded, suite.cases)
+    check_gradable(suite, judge, unsafe_checkers)
+    async with AsyncExitStack() as resources:
+        opened = Store(store)
+        resources.callback(opened.close)
+        if runtime is None:
+            runtime = open_runtime()
+            resources.callback(runtime.close)  # after aclose: the stack unwinds last first
+            resources.push_async_callback(runtime.aclose)
+        tracing = traces is not None or weave_project is not None
+        tracer = open_run_tracer(weave_project, traces or Path()) if tracing else NO_TRACER
+        resources.callback(tracer.close)
+        board = resources.enter_context(Board(enabled=progress))
+        engine = Engine(
+            opened, runtime, tracer, board, executor=executor, unsafe_checkers=unsafe_checkers
+        )
+        config = {
+            "agent": str(agent.path),
+            "overrides": list(agent.overrides),
+            "trials": trials,
+            "variant": agent.variant.model_dump(mode="json"),
+            "tasks": suite.source,
+            "suite": suite.task_hashes,
+            "lineage": agent.lineage(),
+        }
+        played = await play_run(
+            engine, suite.cases, agent.variant, config, trials=trials, concurrency=concurrency
+        )
+        grading = f"evaluate/{played.run_id}"
+        run_id = claim_grading(engine, played.run_id, judge, grading)
+        await grade_run(engine, run_id, suite.cases, judge, grading, concurrency=concurrency)
+        levels = {case.task.id: case.task.level for case in suite.cases}
+        return RunResult.load(run_id, store, levels)
+
+
+def evaluate(suite: Suite, agent: Agent, **options: Any) -> RunResult:
+    """Play `trials` episodes of every task of `suite` with `agent`, grade them, store both,
+    and return the run (`RunResult`). Works with or without a running event loop (in Jupyter,
+    the work runs on a thread of its own). Options: see `evaluate_async`."""
+    return run_sync(evaluate_async(suite, agent, **options))
+
+
+def run_sync(work: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to its end from synchronous code, inside a running event loop or not."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, work).result()
+
+
+def _judge(value: ModelRef | dict[str, Any] | str | None) -> ModelRef | None:
+    """The judge of `llm_judge` checks that name none: the one given, else the project file's."""
+    if value is None:
+        return project_judge()
+    if isinstance(value, ModelRef):
+        return value
+    return ModelRef.model_validate({"id": value} if isinstance(value, str) else value)

@@ -1,0 +1,155 @@
+"""`TraceReplay`, the mix-in of a domain that plays tasks made from production traces, and the
+functions through which the converter and the task loader ask any domain for its hooks: they
+give the mix-in's defaults to a domain without it. A plain `Environment` subclass that defines
+the hooks itself (the API before the mix-in) keeps working, with a `DeprecationWarning`."""
+
+from __future__ import annotations
+
+import functools
+import json
+import warnings
+from typing import Any, ClassVar
+
+from harness.domains.base import Environment, ToolError, _BadArguments
+from harness.transcript import ToolSpec
+
+Calls = list[tuple[str, dict[str, Any], Any]]  # (tool, arguments, result), in order
+
+
+class TraceReplay:
+    """What a domain adds to play tasks made from production traces; a domain author needs only
+    `Environment`. A domain that also serves `harness traces to-tasks --domain REF` mixes this
+    class in, `class Shop(TraceReplay, Environment)`, and overrides what it knows: `id_patterns`
+    (how the tasks name the ids a user mentions), `observed_state(calls)` (the start state that
+    production's tool results reveal) and `expected_state(calls)` (the final state a successful
+    conversation implies); `calls` are (tool, arguments, result) of production's successful
+    tool calls, from any app, so a hook should skip what it does not recognise. A domain whose
+    tools are data of the task rather than methods (the bundled `replay` domain) overrides
+    `for_state(state)` to return `with_tools(specs)` and answers those tools in
+    `call_data_tool(name, arguments)`."""
+
+    id_patterns: ClassVar[dict[str, str]] = {}
+    """The domain's kinds of ids, as name -> regex (e.g. `{"ticket_id": "T-[0-9]+"}`): tasks
+    made from production conversations name each id a user mentions by its kind. When none are
+    declared, any `AB-123`-like id is an `id`."""
+
+    @classmethod
+    def observed_state(cls, calls: Calls) -> dict[str, Any]:
+        """The part of a start state that tool results seen in production reveal, as a patch
+        over a state snapshot; `calls` are (tool, arguments, result) in order. None known."""
+        return {}
+
+    @classmethod
+    def expected_state(cls, calls: Calls) -> dict[str, Any]:
+        """The final state that production's successful tool calls imply (for a state check)."""
+        return {}
+
+    @classmethod
+    def for_state(cls, state: dict[str, Any]) -> type[Environment]:
+        """The class that plays a task starting from `state`: this class, unless the domain's
+        tools are data of the task (the `replay` domain returns `with_tools` of the tools the
+        state records). Asked before a task's checks are matched against the tools, and for
+        every episode."""
+        return cls  # type: ignore[return-value]  # mixed into an Environment
+
+    @classmethod
+    def with_tools(cls, specs: list[ToolSpec]) -> type[Environment]:
+        """A subclass that also offers tools described by data (name, description, JSON-schema
+        parameters, e.g. from an LLM call's `tools`), run by `call_data_tool`; a `@tool` method
+        of the same name wins. The same specs give the same class."""
+        key = json.dumps([s.model_dump(mode="json") for s in specs], sort_keys=True)
+        return _with_tools(cls, key)  # type: ignore[arg-type]  # mixed into an Environment
+
+    def call_data_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Run a tool that `with_tools` declared, with validated arguments: its JSON result, or
+        `ToolError` for a refusal. A domain that declares data tools overrides this."""
+        raise ToolError(f"tool '{name}' has no implementation in {type(self).__name__}")
+
+
+_default_for_state = vars(TraceReplay)["for_state"].__func__
+HOOKS = ("id_patterns", "observed_state", "expected_state", "for_state", "call_data_tool")
+
+
+def adopt_hooks(cls: type[Environment]) -> None:
+    """For an `Environment` subclass without the mix-in that defines trace hooks itself (the API
+    before `TraceReplay`): warn, and give it the mix-in's other members (its `for_state` may
+    call `with_tools`)."""
+    if issubclass(cls, TraceReplay):
+        return
+    own = [name for name in HOOKS if name in vars(cls)]
+    if own:
+        warnings.warn(
+            f"{cls.__qualname__} defines {', '.join(own)} on a plain Environment; mix in "
+            "harness.sdk.TraceReplay (`class X(TraceReplay, Environment)`) instead",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    if any(hasattr(cls, name) for name in HOOKS):
+        for name in (*HOOKS, "with_tools"):
+            if not hasattr(cls, name):
+                setattr(cls, name, vars(TraceReplay)[name])
+
+
+def id_patterns(domain: type[Environment]) -> dict[str, str]:
+    """The kinds of ids a domain declares (`TraceReplay.id_patterns`); none by default."""
+    return dict(getattr(domain, "id_patterns", {}))
+
+
+def observed_state(domain: type[Environment], calls: Calls) -> dict[str, Any]:
+    """`domain.observed_state(calls)`; nothing for a domain without the hook."""
+    hook = getattr(domain, "observed_state", None)
+    return {} if hook is None else dict(hook(calls) or {})
+
+
+def expected_state(domain: type[Environment], calls: Calls) -> dict[str, Any]:
+    """`domain.expected_state(calls)`; nothing for a domain without the hook."""
+    hook = getattr(domain, "expected_state", None)
+    return {} if hook is None else dict(hook(calls) or {})
+
+
+def tools_of_state(domain: type[Environment]) -> bool:
+    """Whether a domain's tools may depend on a task's start state (it overrides `for_state`);
+    otherwise they are its methods, whatever the state."""
+    hook = getattr(domain, "for_state", None)
+    return hook is not None and getattr(hook, "__func__", None) is not _default_for_state
+
+
+def for_state(domain: type[Environment], state: dict[str, Any]) -> type[Environment]:
+    """The class that plays a task of `domain` starting from `state` (`TraceReplay.for_state`):
+    the domain itself unless its tools are data of the task."""
+    return domain.for_state(state) if tools_of_state(domain) else domain  # type: ignore[attr-defined]
+
+
+class _DataTool:
+    """A tool described by data (name, description, JSON-schema parameters), as an app offered
+    it to its model; `TraceReplay.call_data_tool` runs it."""
+
+    is_async = False
+
+    def __init__(self, spec: ToolSpec):
+        from jsonschema.validators import validator_for
+
+        self.name, self.spec = spec.name, spec
+        self._validator = validator_for(spec.parameters)(spec.parameters)
+
+    def parse(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
+        if errors:
+            raise _BadArguments(
+                "; ".join(
+                    f"{'.'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in errors
+                )
+            )
+        return dict(arguments)
+
+    def bind(self, env: Environment) -> Any:
+        return lambda **arguments: env.call_data_tool(self.name, arguments)  # type: ignore[attr-defined]
+
+
+@functools.lru_cache(maxsize=256)
+def _with_tools(cls: type[Environment], specs_json: str) -> type[Environment]:
+    """`TraceReplay.with_tools`, cached by the specs' JSON text."""
+    specs = [ToolSpec.model_validate(s) for s in json.loads(specs_json)]
+    subclass = type(cls.__name__, (cls,), {"__module__": cls.__module__, "__doc__": cls.__doc__})
+    subclass._tools = {**{s.name: _DataTool(s) for s in specs}, **subclass._tools}
+    return subclass

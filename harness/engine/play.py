@@ -1,0 +1,86 @@
+"""Play a suite's trials against an agent variant into the store, as one run.
+
+Episodes are stored one by one as they finish. A run keyed by the work's content (a pipeline
+node's key) is resumed after a crash: only the episodes it is missing are played, none lost,
+none twice. Where they are played is the executor's business (this process, or Ray workers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.engine.context import Engine
+from harness.engine.executors import EpisodeJob, EpisodeSetup, Jobs, make_executor
+from harness.sim.episode import episode_seed
+from harness.sim.suite import TaskCase
+from harness.specs.agent import AgentVariant
+from harness.tracing import SpanResult
+from harness.transcript import Transcript
+
+
+@dataclass(frozen=True)
+class PlayedRun:
+    """A run whose episodes are all in the store."""
+
+    run_id: str
+    variant: str
+    variant_hash: str
+    episodes: int
+
+
+async def play_run(
+    engine: Engine,
+    cases: list[TaskCase],
+    variant: AgentVariant,
+    config: dict[str, Any],
+    *,
+    trials: int = 1,
+    first_trial: int = 0,
+    concurrency: int = 8,
+    key: str = "",
+    fresh: bool = True,
+    label: str = "simulate",
+) -> PlayedRun:
+    """Play every case's trials (seeds `first_trial` on) and store them under one run, whose
+    configuration records `config`. With a `key` and not `fresh`, the unfinished run of that
+    key is resumed; otherwise a new run is started. `label` names the progress line."""
+    store, variant_hash = engine.store, variant.content_hash()
+    pipeline = engine.pipeline_id or None
+    if fresh or not key:
+        run_id = store.new_run(variant.name, variant_hash, config, key or None, pipeline)
+    else:
+        run_id = store.claim_run(variant.name, variant_hash, config, key, pipeline).id
+    store.add_run_tasks(run_id, cases, config.get("suite") or {})  # readers need no task file
+    done = store.episode_keys(run_id)
+    todo = [
+        EpisodeJob(case, trial, episode_seed(case.task.id, trial))
+        for case in cases
+        for trial in range(first_trial, first_trial + trials)
+        if (case.task.id, trial) not in done
+    ]
+    tracker = engine.board.track(label, len(cases) * trials)
+    for _ in done:
+        tracker.advance()
+
+    def stored_meanwhile(job: EpisodeJob) -> bool:  # by another process playing this run
+        if store.has_episode(run_id, job.case.task.id, job.trial):
+            tracker.advance()
+            return True
+        return False
+
+    def finished(job: EpisodeJob, transcript: Transcript, span: SpanResult) -> None:
+        store.add_episode(run_id, transcript, span.trace_id, span.call_id)
+        tracker.advance(error=transcript.error is not None, usage=transcript.usage)
+
+    jobs = Jobs(todo, stored_meanwhile, finished)
+    setup = EpisodeSetup(variant, variant_hash, engine.runtime, concurrency)
+    executor = make_executor(engine.executor or "local", engine.workers)
+    attributes = {"run_id": run_id, "variant": variant.name, "variant_hash": variant_hash}
+    span_inputs = {"run_id": run_id, "tasks": len(cases), "trials": trials}
+    with engine.tracer.span("harness.evaluation", span_inputs, attributes) as evaluation:
+        await executor.play(jobs, setup)
+        if evaluation is not None:
+            evaluation.output = {"episodes": tracker.completed, "errors": tracker.errors}
+    store.finish_run(run_id)
+    return PlayedRun(run_id, variant.name, variant_hash, len(store.episode_keys(run_id)))
