@@ -130,10 +130,13 @@ def test_compare_and_gate_decide_on_api_runs(
 def test_a_run_eval_loads_each_thing_once(
     tmp_path: Path, cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One variant load, one domain resolution per domain, one store open per command."""
+    """One variant load, one domain resolution per domain, one store open per command; and one
+    suite build with the per-command memo switched off (nothing asks twice)."""
     import harness.pipeline.nodes.simulate as simulate
     import harness.sim.env as env_module
     import harness.sim.suite as suite_module
+    import harness.sim.taskset as taskset
+    import harness.specs.located as located
     from harness.store import Store
 
     domains = {case.task.domain for case in harness.load_suite(ROOT / "tasks/support").cases}
@@ -152,6 +155,8 @@ def test_a_run_eval_loads_each_thing_once(
     )
     monkeypatch.setattr(env_module, "resolve_domain", counted("domain", env_module.resolve_domain))
     monkeypatch.setattr(Store, "__init__", counted("store", Store.__init__))
+    monkeypatch.setattr(taskset, "_task_set", counted("suite", taskset._task_set))
+    monkeypatch.setattr(located, "command_memo", lambda: None)
     result = cli(
         "run-eval",
         "--tasks",
@@ -167,4 +172,4 @@ def test_a_run_eval_loads_each_thing_once(
         "--no-traces",
     )
     assert result.exit_code in (0, 1), result.output
-    assert counts == {"variant": 1, "domain": len(domains), "store": 1}
+    assert counts == {"variant": 1, "domain": len(domains), "store": 1, "suite": 1}

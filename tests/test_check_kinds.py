@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter
 
-from harness.sim.taskset import content_hash
 from harness.sim.suite import load_suite
+from harness.sim.taskset import content_hash
 from harness.specs.checks import BUILTIN_KINDS, CHECK_KINDS, Check, References
 
 KNOWN = (

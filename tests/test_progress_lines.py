@@ -8,8 +8,8 @@ import io
 import pytest
 from rich.console import Console
 
-from harness.engine.progress import Board, Tracker
 from harness.engine import progress
+from harness.engine.progress import Board, Tracker
 
 
 def test_a_long_node_prints_a_line_per_tenth_with_rate_and_time_left(

@@ -15,10 +15,10 @@ from harness.domains.replay import ReplayState
 from harness.grading.checks import CheckContext
 from harness.grading.normative import grade
 from harness.models import CallPolicy, ModelRuntime
-from harness.sim.taskset import content_hash
 from harness.sim.agent import make_agent
 from harness.sim.episode import EpisodeSpec, run_episode
 from harness.sim.suite import TaskCase, load_suite
+from harness.sim.taskset import content_hash
 from harness.specs.load import load_agent
 from harness.transcript import EndReason, Transcript
 

@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict
 
 from harness.grading.checks import CheckContext, run_check
 from harness.imports import defined_names
-from harness.sim.taskset import content_hash
 from harness.sim.suite import load_suite
+from harness.sim.taskset import content_hash
 from harness.specs.state_paths import key_path, unknown_state_field
 from harness.testing.fake_server import FakeServer
 from harness.transcript import Message, ToolCall

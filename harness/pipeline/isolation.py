@@ -19,7 +19,7 @@ def require_isolation(pipeline: Plan, unsafe: bool = False) -> None:
     """Raise a SpecError, one line, when grade nodes would run checker code of their tasks
     where they may not: without OS isolation and without permission (`unsafe`, the node's
     `sandbox: none`), or without the backend `HARNESS_SANDBOX` forces."""
-    from harness.sim.taskset import load_task_set
+    from harness.pipeline.nodes.load_tasks import planned_tasks
 
     sources: dict[bool, dict[str, PlannedNode]] = {False: {}, True: {}}  # by permission
     for node in pipeline.nodes.values():
@@ -29,11 +29,7 @@ def require_isolation(pipeline: Plan, unsafe: bool = False) -> None:
     for allowed, found in sources.items():
         if not found or isolation_problem(allowed) is None:
             continue  # nothing to load: checker code may run here
-        cases = [
-            case
-            for source in found.values()
-            for case in load_task_set(source.params, f"node {source.id}").cases
-        ]
+        cases = [case for source in found.values() for case in planned_tasks(source).cases]
         message = missing_isolation(cases, allowed)
         if message is not None:
             paths = dict.fromkeys(path for source in found.values() for path in source.params.paths)

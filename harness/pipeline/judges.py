@@ -50,14 +50,14 @@ def with_default_judge(data: dict[str, Any], judge: ModelRef | None) -> dict[str
 def require_judges(pipeline: Plan, hint: str = JUDGE_HINT) -> None:
     """Raise a SpecError, one line per task set, when a grade node has no judge while tasks it
     grades have `llm_judge` checks that name no model."""
-    from harness.sim.taskset import load_task_set
+    from harness.pipeline.nodes.load_tasks import planned_tasks
 
     problems = []
     for node in pipeline.nodes.values():
         if node.kind.name != "grade" or getattr(node.params, "judge_model", None) is not None:
             continue
         for source in task_sources(pipeline, node.id):
-            message = missing_judge(load_task_set(source.params, f"node {source.id}").cases)
+            message = missing_judge(planned_tasks(source).cases)
             if message is not None:
                 where = Location(", ".join(source.params.paths))
                 problems.append(Problem(where, "", f"{message}: {hint}"))

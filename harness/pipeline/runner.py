@@ -148,9 +148,9 @@ def preflight(pipeline: Plan) -> None:
     """Check the agent of every simulate node against the tasks of the load_tasks node it needs
     (its tools, and what its checks must observe) before anything is written; a pipeline would
     otherwise find a mismatch only when the simulate node starts."""
+    from harness.pipeline.nodes.load_tasks import planned_tasks
     from harness.pipeline.nodes.simulate import load_variant
     from harness.sim.suite import check_variant
-    from harness.sim.taskset import load_task_set
 
     problems, task_sets = [], {}
     for node in pipeline.nodes.values():
@@ -159,7 +159,7 @@ def preflight(pipeline: Plan) -> None:
             continue
         try:
             if source.id not in task_sets:
-                task_sets[source.id] = load_task_set(source.params, f"node {source.id}")
+                task_sets[source.id] = planned_tasks(source)
             variant = node.resolved if node.resolved is not None else load_variant(node.params)
             check_variant(variant, task_sets[source.id].cases)
         except SpecError as exc:

@@ -9,7 +9,7 @@ from harness.pipeline.nodes import NodeContext, NodeKind, register
 from harness.pipeline.types import Tasks
 from harness.sim.taskset import LoadTasksParams, TaskSet, load_task_set
 
-__all__ = ["LoadTasksParams", "load_task_set", "tasks_output"]
+__all__ = ["LoadTasksParams", "load_task_set", "planned_tasks", "tasks_output"]
 
 
 def tasks_output(task_set: TaskSet) -> Tasks:
@@ -22,8 +22,19 @@ def tasks_output(task_set: TaskSet) -> Tasks:
     ).with_cases(task_set.cases)
 
 
+def planned_tasks(node: Any) -> TaskSet:
+    """The task set a load_tasks node (planned, or running: its context) resolved when the
+    pipeline was planned; loaded now only when it was not."""
+    if node.resolved is not None:
+        return node.resolved
+    return load_task_set(node.params, f"node {node.id}")
+
+
 async def run(params: LoadTasksParams, inputs: list[Any], ctx: NodeContext) -> Tasks:
-    return tasks_output(load_task_set(params, f"node {ctx.node_id}"))
+    found = (
+        ctx.resolved if ctx.resolved is not None else load_task_set(params, f"node {ctx.node_id}")
+    )
+    return tasks_output(found)
 
 
 def check(params: LoadTasksParams) -> TaskSet:
