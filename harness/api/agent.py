@@ -37,17 +37,8 @@ class Agent:
         return self.variant.content_hash()
 
     def lineage(self) -> list[str]:
-        """The variant's name and the names of the variant files it extends, nearest first: the
-        gate takes a candidate of its baseline's lineage."""
-        names, path, seen = [self.name], self.path.resolve(), set()
-        while path is not None and path not in seen and path.is_file():
-            seen.add(path)
-            data = read_yaml(path)[0] or {}  # read once per command: loading the agent read it
-            if isinstance(data.get("name"), str) and data["name"] not in names:
-                names.append(data["name"])
-            parent = data.get("extends")
-            path = (path.parent / parent).resolve() if isinstance(parent, str) else None
-        return names
+        """The variant's name and the names of the variant files it extends, nearest first."""
+        return variant_lineage(self.path, self.name)
 
     def _repr_html_(self) -> str:
         model = self.variant.model.id if self.variant.model is not None else "(none)"
@@ -55,6 +46,20 @@ class Agent:
             f"<b>agent {self.name}</b> hash <code>{self.content_hash[:16]}</code>, "
             f"model <code>{model}</code>, {len(self.variant.tools)} tools"
         )
+
+
+def variant_lineage(agent: Path, name: str) -> list[str]:
+    """The variant's name and the names of the variant files it extends, nearest first: the
+    gate takes a candidate of its baseline's lineage."""
+    names, path, seen = [name], agent.resolve(), set()
+    while path is not None and path not in seen and path.is_file():
+        seen.add(path)
+        data = read_yaml(path)[0] or {}  # read once per command: loading the agent read it
+        if isinstance(data.get("name"), str) and data["name"] not in names:
+            names.append(data["name"])
+        parent = data.get("extends")
+        path = (path.parent / parent).resolve() if isinstance(parent, str) else None
+    return names
 
 
 def load_agent(path: str | Path, set: Sequence[str] = ()) -> Agent:

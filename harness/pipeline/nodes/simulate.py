@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from harness.api.agent import variant_lineage
 from harness.defaults import MAX_CONCURRENCY, MAX_TRIALS
 from harness.engine.executors import check_executor
 from harness.engine.play import play_run
@@ -21,7 +22,6 @@ from harness.sim.suite import check_variant
 from harness.specs.agent import AgentVariant
 from harness.specs.base import Spec
 from harness.specs.load import Loaded, load_agent
-from harness.specs.located import read_yaml
 from harness.specs.overrides import Override
 
 
@@ -63,20 +63,6 @@ def load_variant(params: SimulateParams) -> Loaded[AgentVariant]:
         check_executor(params.executor, "simulate.executor")
     overrides = [Override.parse_in(o, "agent") for o in params.overrides]
     return check_agent(load_agent(Path(params.agent), overrides))
-
-
-def variant_lineage(agent: Path, name: str) -> list[str]:
-    """The variant's name and the names of the variant files it extends, nearest first: the
-    gate takes a candidate of its baseline's lineage."""
-    names, path, seen = [name], agent.resolve(), set()
-    while path is not None and path not in seen and path.is_file():
-        seen.add(path)
-        data = read_yaml(path)[0] or {}  # read once per command: loading the agent read it
-        if isinstance(data.get("name"), str) and data["name"] not in names:
-            names.append(data["name"])
-        parent = data.get("extends")
-        path = (path.parent / parent).resolve() if isinstance(parent, str) else None
-    return names
 
 
 def planned_variant(params: SimulateParams, ctx: NodeContext) -> Loaded[AgentVariant]:
