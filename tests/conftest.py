@@ -8,9 +8,15 @@ import socket
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from harness.testing.fake_server import FakeServer
 
 os.environ.update(
     WANDB_MODE="disabled",
@@ -33,6 +39,25 @@ if "HARNESS_SANDBOX" not in os.environ:
 # The bundled variants run on the embedded model; exact tests swap in the scripted rules.
 SCRIPTED = "agent.model={id: scripted, script: agents/scripts/support.yaml}"
 JUDGE = "{id: scripted, script: agents/scripts/judge.yaml}"
+# Support tasks whose episodes play the same through `served_model` as with the scripted model
+# in this process (the others' tool errors reach a served model as plain tool text).
+SERVED_TASKS = (
+    "address-change,cancel-processing,dispute-handoff,handoff-request,order-status,"
+    "out-of-scope,refund-by-email,refund-delivered,two-requests"
+)
+
+
+@contextmanager
+def served_model(**options) -> Iterator[tuple[FakeServer, str]]:
+    """The support script served by a fake OpenAI endpoint, and the `agent.model=` override that
+    names it: the server counts every call an agent makes, in this process or any other, so a
+    test can tell how many episodes were played (stored rows cannot: their keys are unique)."""
+    from harness.specs.load import load_script
+    from harness.testing.fake_server import FakeServer
+
+    script = load_script(ROOT / "agents/scripts/support.yaml").spec
+    with FakeServer(script, **options).running() as server:
+        yield server, f"agent.model={{id: openai/fake, base_url: '{server.url}/v1'}}"
 
 
 @pytest.fixture(autouse=True)
@@ -68,12 +93,43 @@ def run_harness(*args: str, cwd: Path = ROOT, **env: str) -> subprocess.Complete
     )
 
 
+def run_cli(*args: str | Path, cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run a `harness` command in this process, as `run_harness` runs it in a subprocess: the
+    same arguments, working folder and added environment variables give its exit code, stdout
+    and stderr, without a second of start-up. For tests of what a command does; tests of the
+    process itself (start-up, a real exit, `kill -9`, concurrent processes) use `run_harness`.
+    What a command leaves in this process that a new one would not have (the folder on
+    `sys.path`, variables declared secret) is undone after it; plug-ins, which register for the
+    life of a process (`harness.project.load_plugins`), are not: their tests use `run_harness`."""
+    from typer.testing import CliRunner
+
+    from harness import secrets
+    from harness.cli import app
+    from harness.cli._common import PLUGIN_ERRORS
+
+    here, path, declared = Path.cwd(), list(sys.path), set(secrets.DECLARED)
+    os.chdir(cwd)
+    try:
+        done = CliRunner().invoke(app, [str(a) for a in args], env=env, prog_name="harness")
+    finally:
+        os.chdir(here)
+        sys.path[:] = path
+        secrets.DECLARED.clear()
+        secrets.DECLARED.update(declared)
+    code, stderr = done.exit_code, done.stderr
+    if isinstance(done.exception, PLUGIN_ERRORS):  # as `harness.cli.main` reports them
+        code, stderr = 2, f"{stderr}harness: {done.exception}\n"
+    elif done.exception is not None and not isinstance(done.exception, SystemExit):
+        raise done.exception  # a crash: its traceback, not a line in an assertion message
+    return subprocess.CompletedProcess(list(args), code, done.stdout, stderr)
+
+
 def scripted_eval(
     store: Path, agent: str, *extra: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
     """`run-eval` of the support suite with the scripted agent and judge into `store`, tracing
-    off; it must succeed."""
-    done = run_harness(
+    off, in this process; it must succeed."""
+    done = run_cli(
         "run-eval",
         "--tasks",
         "tasks/support",

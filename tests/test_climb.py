@@ -1,5 +1,6 @@
 """`harness climb`: GEPA proposes from failing transcripts; only a candidate the gate finds
-better on held-out tasks ships. Deterministic with the scripted reflection model."""
+better on held-out tasks ships. Deterministic with the scripted reflection model. The commands
+run in this process, except the one with its W&B run and the one killed."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from harness.specs.load import Loaded, load_agent
 from harness.specs.overrides import Override
 from harness.specs.persona import Persona
 from harness.specs.task import Task
-from tests.conftest import ROOT, run_harness
+from tests.conftest import ROOT, run_cli, run_harness
 
 CLIMB = "climbs/refund-window.yaml"
 
@@ -39,8 +40,8 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def climb(project: Path, *options: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return run_harness("climb", CLIMB, "--no-traces", *options, cwd=project, **env)
+def climb(project: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("climb", CLIMB, "--no-traces", *options, cwd=project)
 
 
 def variant_hashes(project: Path) -> dict[str, str]:
@@ -51,7 +52,8 @@ def variant_hashes(project: Path) -> dict[str, str]:
 def test_the_climb_finds_the_refund_window_fix_and_ships_it(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    done = climb(project, WANDB_MODE="offline")
+    # W&B's own process, as a user's
+    done = run_harness("climb", CLIMB, "--no-traces", cwd=project, WANDB_MODE="offline")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SHIPPED: the gate passes" in done.stdout
     written = project / "agents" / "support-baseline-refund-window.yaml"
@@ -65,7 +67,7 @@ def test_the_climb_finds_the_refund_window_fix_and_ships_it(
     assert set(data) == {"kind", "name", "extends", "description", "skills"}
     assert data["extends"] == "support-baseline.yaml"
     assert "30-day refund window" in data["skills"]["refund-policy"]
-    valid = run_harness("validate", str(written), cwd=project)
+    valid = run_cli("validate", str(written), cwd=project)
     assert valid.returncode == 0, valid.stderr
     # The file's content hash is the hash of the candidate that played the validation run.
     scripted = "model={id: scripted, script: agents/scripts/support.yaml}"
@@ -112,13 +114,13 @@ def test_every_candidate_is_in_the_results_store(project: Path) -> None:
         ("production", "acceptance"),
         (shipped[0], "acceptance"),
     }
-    shown = run_harness("climb", "show", climb_id[1], cwd=project)
+    shown = run_cli("climb", "show", climb_id[1], cwd=project)
     assert shown.returncode == 0, shown.stderr
     assert f"candidate {shipped[0]} <- {parent}: shipped" in shown.stdout
     assert "acceptance" in shown.stdout and "+be refunded." in shown.stdout
-    listed = run_harness("climb", "show", cwd=project)
+    listed = run_cli("climb", "show", cwd=project)
     assert climb_id[1] in listed.stdout and "shipped" in listed.stdout
-    missing = run_harness("climb", "show", "climb-nope", cwd=project)
+    missing = run_cli("climb", "show", "climb-nope", cwd=project)
     assert missing.returncode == 2 and "no climb 'climb-nope'" in missing.stderr
 
 
@@ -153,7 +155,7 @@ def test_tool_descriptions_can_be_climbed(project: Path) -> None:
     assert described["issue_refund"] == proposal
     (get_order,) = resolve_domain("support", ROOT).tool_specs(["get_order"])
     assert described["get_order"] == get_order.description
-    shown = run_harness("climb", "show", climb_id[1], cwd=project)
+    shown = run_cli("climb", "show", climb_id[1], cwd=project)
     assert "--- parent/tool:issue_refund" in shown.stdout
 
 
@@ -201,7 +203,7 @@ def test_a_killed_climb_resumes(project: Path) -> None:
     resumed = climb(project, "--resume", climb_id[1])
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert f"climb {climb_id[1]}:" in resumed.stdout and "SHIPPED" in resumed.stdout
-    shown = run_harness("climb", "show", climb_id[1], cwd=project)
+    shown = run_cli("climb", "show", climb_id[1], cwd=project)
     assert shown.returncode == 0 and "refund-policy" in shown.stdout
 
 
@@ -314,7 +316,7 @@ def test_a_climb_with_nothing_to_train_on_is_bad_input(project: Path) -> None:
     config = yaml.safe_load((project / CLIMB).read_text())
     config["tasks"]["paths"] = ["../tasks/support"]
     (project / "climbs" / "regression-only.yaml").write_text(yaml.safe_dump(config))
-    done = run_harness("climb", "climbs/regression-only.yaml", "--no-traces", cwd=project)
+    done = run_cli("climb", "climbs/regression-only.yaml", "--no-traces", cwd=project)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stdout == ""  # no split line: the search never started
     (line,) = done.stderr.splitlines()

@@ -13,7 +13,7 @@ from harness.grading.result import Verdict
 from harness.production.episodes import from_trace
 from harness.store import Store
 from harness.tracing import Tracer, open_local_client
-from tests.conftest import JUDGE, SCRIPTED, run_harness
+from tests.conftest import JUDGE, SCRIPTED, run_cli
 
 TASKS = ["tasks/support/refund-by-email.yaml", "tasks/support/dispute-handoff.yaml"]
 
@@ -23,7 +23,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]
     folder = tmp_path_factory.mktemp("traced")
     store, traces = folder / "results.db", folder / "traces.db"
     args = [a for task in TASKS for a in ("--tasks", task)]
-    done = run_harness(
+    done = run_cli(
         "run-eval",
         *args,
         "--agent",
@@ -126,24 +126,24 @@ def test_episode_outputs_are_the_stored_transcripts_and_verdicts(recorded) -> No
 
 def test_traces_list_and_show(recorded) -> None:
     _, traces, run_id = recorded
-    listed = run_harness("traces", "list", "--store", traces, COLUMNS="200")
+    listed = run_cli("traces", "list", "--store", traces, COLUMNS="200")
     assert listed.returncode == 0, listed.stderr
     rows = [line for line in listed.stdout.splitlines() if run_id in line]
     assert len(rows) == 4
     assert sum("dispute-handoff" in r and "agent_handoff" in r and "pass" in r for r in rows) == 2
     call_id = next(r for r in rows if "refund-by-email" in r).split("│")[1].strip()
-    shown = run_harness("traces", "show", call_id, "--store", traces, COLUMNS="200")
+    shown = run_cli("traces", "show", call_id, "--store", traces, COLUMNS="200")
     assert shown.returncode == 0, shown.stderr
     assert "user: Um, I think it's alan@example.com?" in shown.stdout
     assert '-> issue_refund({"order_id": "O-1006", "reason": "customer request"})' in shown.stdout
     assert "verdict: pass" in shown.stdout
-    missing = run_harness("traces", "show", "nope", "--store", traces)
+    missing = run_cli("traces", "show", "nope", "--store", traces)
     assert missing.returncode == 2 and "no single finished episode" in missing.stderr
 
 
 def test_an_errored_episode_is_an_errored_call(tmp_path: Path) -> None:
     traces = tmp_path / "traces.db"
-    done = run_harness(
+    done = run_cli(
         "run-eval",
         "--tasks",
         "tasks/support/order-status.yaml",
@@ -169,7 +169,7 @@ def test_an_errored_episode_is_an_errored_call(tmp_path: Path) -> None:
 
 def test_no_traces_records_nothing(tmp_path: Path) -> None:
     traces = tmp_path / "traces.db"
-    done = run_harness(
+    done = run_cli(
         "run-eval",
         "--tasks",
         TASKS[1],

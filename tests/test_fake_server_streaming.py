@@ -19,7 +19,7 @@ import pytest
 
 from harness.specs.script import Script
 from harness.testing.fake_server import FakeServer, Faults
-from tests.conftest import ROOT, run_harness
+from tests.conftest import ROOT, run_cli
 
 SCRIPT = Script.model_validate(
     {
@@ -258,7 +258,7 @@ def test_weave_records_a_streamed_openai_call_as_the_whole_message(tmp_path: Pat
         )
         assert served.returncode == 0, served.stderr
         assert all(r.get("stream") is True for r in server.requests)
-    exported = run_harness("traces", "export", "--store", store, "--out", export)
+    exported = run_cli("traces", "export", "--store", store, "--out", export)
     assert exported.returncode == 0, exported.stderr
     records = [json.loads(line) for line in export.read_text().splitlines()]
     model_calls = [r for r in records if "openai.chat.completions.create" in r["op_name"]]

@@ -17,7 +17,7 @@ from harness.store import Store
 from harness.transcript import EndReason, Message, Transcript
 from harness.view import make_app
 from harness.view.pages import run_lines
-from tests.conftest import JUDGE, run_harness
+from tests.conftest import JUDGE, run_cli
 
 
 def add_run(store: Store, variant: str, outcomes: dict[str, bool]) -> str:
@@ -150,7 +150,7 @@ def test_run_eval_prints_the_exception_of_an_agent_that_crashed(tmp_path: Path) 
     agent = tmp_path / "crashing.yaml"
     agent.write_text("kind: agent\nname: crashing\nrunner: python\nentry: crashing.py:respond\n")
     markdown = tmp_path / "summary.md"
-    done = run_harness(
+    done = run_cli(
         "run-eval",
         "--tasks",
         "tasks/support",

@@ -20,7 +20,7 @@ from harness.outcomes import DEFAULT
 from harness.production.calls import Filters, read_jsonl
 from harness.production.reconstruct import conversations
 from harness.testing.fake_server import FakeServer
-from tests.conftest import ROOT, run_harness
+from tests.conftest import ROOT, run_cli
 from tests.helpdesk_app import FEEDBACK, SESSIONS, production_model
 
 APP = ROOT / "tests/helpdesk_app.py"
@@ -56,8 +56,8 @@ def flywheel(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             timeout=180,
         )
         assert served.returncode == 0, served.stderr
-    assert run_harness("traces", "export", "--store", store, "--out", export).returncode == 0
-    made = run_harness("traces", "to-tasks", "--store", store, "--out", tasks)
+    assert run_cli("traces", "export", "--store", store, "--out", export).returncode == 0
+    made = run_cli("traces", "to-tasks", "--store", store, "--out", tasks)
     assert made.returncode == 0 and "Traceback" not in made.stderr, made.stderr
     assert made.stdout.strip().endswith("0 unreadable"), made.stdout
     (folder / "judge.yaml").write_text(MUTE_JUDGE)
@@ -156,7 +156,7 @@ def run_eval(flywheel, entry: str, store: Path) -> dict[str, str]:
     """The verdict of each task for the app's logic `entry`, played on the converted tasks."""
     agent = flywheel["folder"] / f"{entry}.yaml"
     agent.write_text(f"kind: agent\nname: {entry}\nrunner: python\nentry: {APP}:{entry}\n")
-    done = run_harness(
+    done = run_cli(
         "run-eval",
         "--tasks",
         flywheel["tasks"],
@@ -194,7 +194,7 @@ def test_the_bug_fails_every_failure_task_the_fix_passes_all_and_the_gate_agrees
     gate.write_text("kind: gate\n")  # every setting at its default
 
     def decide(candidate: str, baseline: str) -> subprocess.CompletedProcess[str]:
-        return run_harness(
+        return run_cli(
             "gate", "--config", gate, "--store", store, "--candidate", runs[candidate],
             "--baseline", runs[baseline], COLUMNS="300",
         )  # fmt: skip
@@ -232,7 +232,7 @@ def test_a_climb_trains_on_the_converted_tasks_and_ships_the_fix(flywheel, tmp_p
             }
         )
     )
-    done = run_harness(
+    done = run_cli(
         "climb", tmp_path / "climb.yaml", "--no-traces", "--store", tmp_path / "r.db", cwd=tmp_path
     )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,4 +1,5 @@
-"""The CI regression gate and A/B comparison, through the command line."""
+"""The CI regression gate and A/B comparison, through the command line (in this process; the
+example CI workflow's commands in a subprocess, as CI runs them)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import yaml
 from junitparser import Error, Failure, JUnitXml
 
-from tests.conftest import JUDGE, ROOT, SCRIPTED, newest_run, run_harness, scripted_eval
+from tests.conftest import JUDGE, ROOT, SCRIPTED, newest_run, run_cli, run_harness, scripted_eval
 
 
 def eval_run(store: Path, agent: str, *extra: str) -> str:
@@ -25,12 +26,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     baseline = eval_run(store, "agents/support-baseline.yaml")
     same = eval_run(store, "agents/support-baseline.yaml", "--fresh")
     broken = eval_run(store, "agents/support-no-refunds.yaml")
-    assert run_harness("baseline", "set", baseline, "--store", store).returncode == 0
+    assert run_cli("baseline", "set", baseline, "--store", store).returncode == 0
     return {"store": store, "baseline": baseline, "same": same, "broken": broken}
 
 
 def gate(runs: dict, candidate: str, folder: Path, *extra: str):
-    return run_harness(
+    return run_cli(
         "gate",
         "--config",
         "ci/gate.yaml",
@@ -95,23 +96,23 @@ def test_a_variant_that_forbids_refunds_fails_naming_the_tasks(runs: dict, tmp_p
 def test_exit_code_two_for_a_bad_config_or_unknown_runs(runs: dict, tmp_path: Path) -> None:
     bad = tmp_path / "gate.yaml"
     bad.write_text("kind: gate\nalpha: 2\n")
-    done = run_harness("gate", "--config", bad, "--store", runs["store"])
+    done = run_cli("gate", "--config", bad, "--store", runs["store"])
     assert done.returncode == 2
     assert done.stderr.strip() == f"{bad}:2:1: alpha: Input should be less than 1, found 2"
-    unknown = run_harness("gate", "--candidate", "nope", "--store", runs["store"])
+    unknown = run_cli("gate", "--candidate", "nope", "--store", runs["store"])
     assert unknown.returncode == 2 and "no run 'nope' in the store" in unknown.stderr
-    empty = run_harness("gate", "--store", tmp_path / "none.db")
+    empty = run_cli("gate", "--store", tmp_path / "none.db")
     assert empty.returncode == 2 and "no results store" in empty.stderr
 
 
 def test_baseline_show_and_history(runs: dict) -> None:
-    shown = run_harness("baseline", "show", "--store", runs["store"])
+    shown = run_cli("baseline", "show", "--store", runs["store"])
     assert shown.returncode == 0
     assert shown.stdout.startswith(f"baseline: {runs['baseline']} (support-baseline ")
     assert "pass rate 77.3% (51/66 episodes, 95% CI 56.6%-89.9%, clustered by 22 tasks)" in (
         shown.stdout
     )
-    listed = run_harness("history", "--store", runs["store"], COLUMNS="200")
+    listed = run_cli("history", "--store", runs["store"], COLUMNS="200")
     assert listed.returncode == 0
     rows = [line for line in listed.stdout.splitlines() if line.startswith("│ support")]
     assert rows, listed.stdout
@@ -119,7 +120,7 @@ def test_baseline_show_and_history(runs: dict) -> None:
 
 
 def test_compare_two_stored_runs(runs: dict, tmp_path: Path) -> None:
-    done = run_harness(
+    done = run_cli(
         "compare",
         runs["baseline"],
         runs["broken"],
@@ -147,7 +148,7 @@ def test_compare_two_stored_runs(runs: dict, tmp_path: Path) -> None:
 
 
 def test_compare_two_variants_on_the_same_seeds(tmp_path: Path) -> None:
-    done = run_harness(
+    done = run_cli(
         "compare",
         "--a",
         "agents/support-baseline.yaml",
@@ -217,7 +218,7 @@ def test_the_same_two_flipped_tasks_give_the_same_decision_at_1_3_and_6_trials(
     verdicts, decisions, mcnemar, mdes = set(), set(), [], []
     for trials in ("1", "3", "6"):
         store = tmp_path / f"r{trials}.db"
-        done = run_harness(
+        done = run_cli(
             "compare",
             "--a",
             "agents/support-careful.yaml",
@@ -243,7 +244,7 @@ def test_the_same_two_flipped_tasks_give_the_same_decision_at_1_3_and_6_trials(
         mdes.append(verdict.split("at this size: ")[1])
         [line] = [line for line in done.stdout.splitlines() if "exact McNemar p" in line]
         mcnemar.append(line.split("p = ")[1].split()[0])
-        gated = run_harness(
+        gated = run_cli(
             "gate",
             "--config",
             config,
@@ -284,7 +285,7 @@ def test_a_misconfigured_judge_fails_the_gate_naming_the_error_rule(tmp_path: Pa
     confused.write_text("kind: script\nrules:\n  - reply: I am not sure what to say.\n")
 
     def play(agent: str, judge: str) -> str:
-        done = run_harness(
+        done = run_cli(
             "run-eval",
             "--tasks",
             "tasks/support",
@@ -309,8 +310,8 @@ def test_a_misconfigured_judge_fails_the_gate_naming_the_error_rule(tmp_path: Pa
     out = play("agents/support-careful.yaml", f"{{id: scripted, script: {confused}}}")
     assert "pass rate 100.0% (4/4" in out and "errors 2 (judge 2)" in out
     assert "soft checks that could not decide: 1 episodes (judge 1)" in out
-    assert run_harness("baseline", "set", baseline, "--store", store).returncode == 0
-    done = run_harness(
+    assert run_cli("baseline", "set", baseline, "--store", store).returncode == 0
+    done = run_cli(
         "gate",
         "--config",
         "ci/gate.yaml",
@@ -336,7 +337,7 @@ def test_a_misconfigured_judge_fails_the_gate_naming_the_error_rule(tmp_path: Pa
     assert f"{chosen} baseline's" in " ".join(done.stdout.split())
     # compare applies the gate's error ceiling: no verdict on a run a third of which errored
     candidate = latest_run(store, "support-careful")
-    compared = run_harness(
+    compared = run_cli(
         "compare", baseline, candidate, "--store", store, "--no-relative", COLUMNS="400"
     )
     assert compared.returncode == 0, compared.stderr
@@ -345,7 +346,7 @@ def test_a_misconfigured_judge_fails_the_gate_naming_the_error_rule(tmp_path: Pa
         "ceiling of 5%"
     ) in compared.stdout
     assert "errors: A 0/6 (0.0%), B 2/6 (33.3%) of the pairs both played" in compared.stdout
-    loose = run_harness(
+    loose = run_cli(
         "compare",
         baseline,
         candidate,
@@ -418,7 +419,7 @@ def suites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         "refunds": play("agents/support-careful.yaml", "--tags", "refunds"),
         "python": play("agents/support-python.yaml"),
     }
-    done = run_harness("baseline", "set", runs["production"], "--store", store)
+    done = run_cli("baseline", "set", runs["production"], "--store", store)
     assert done.returncode == 0 and "for suite " in done.stdout and "of 22 tasks" in done.stdout
     return runs
 
@@ -426,7 +427,7 @@ def suites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 def test_gate_without_a_candidate_takes_the_newest_run_of_the_suite_and_lineage(
     suites: dict, tmp_path: Path
 ) -> None:
-    done = run_harness(
+    done = run_cli(
         "gate",
         "--store",
         suites["store"],
@@ -452,11 +453,11 @@ def test_runs_of_different_suites_are_refused_unless_allowed(suites: dict, tmp_p
     store = suites["store"]
     files = ("--markdown", tmp_path / "s.md", "--junit", tmp_path / "j.xml")
     # no baseline of the refund suite: refused, naming the suites that have one
-    alone = run_harness("gate", "--candidate", suites["refunds"], "--store", store, *files)
+    alone = run_cli("gate", "--candidate", suites["refunds"], "--store", store, *files)
     assert alone.returncode == 2
     assert "no baseline for the candidate's suite" in alone.stderr
     assert "--allow-suite-change" in alone.stderr
-    explicit = run_harness(
+    explicit = run_cli(
         "gate",
         "--candidate",
         suites["refunds"],
@@ -468,7 +469,7 @@ def test_runs_of_different_suites_are_refused_unless_allowed(suites: dict, tmp_p
     )
     assert explicit.returncode == 2
     assert "ran different suites (only in the baseline: address-change" in explicit.stderr
-    allowed = run_harness(
+    allowed = run_cli(
         "gate",
         "--candidate",
         suites["refunds"],

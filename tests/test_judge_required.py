@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from harness.project import ProjectError, find_project
-from tests.conftest import JUDGE, ROOT, SCRIPTED, run_harness
+from tests.conftest import JUDGE, ROOT, SCRIPTED, run_cli, run_harness
 
 JUDGE_SCRIPT = ROOT / "agents" / "scripts" / "judge.yaml"
 SUPPORT_SCRIPT = ROOT / "agents" / "scripts" / "support.yaml"
@@ -41,7 +41,7 @@ def judged_support_tasks() -> list[str]:
 
 def test_run_eval_without_a_judge_stops_before_playing(tmp_path: Path) -> None:
     store, traces = tmp_path / "results.db", tmp_path / "traces.db"
-    done = run_harness(
+    done = run_cli(
         "run-eval",
         "--tasks",
         "tasks/support",
@@ -69,7 +69,7 @@ def test_a_bundled_dag_without_a_judge_says_so_at_its_grade_node(tmp_path: Path)
     dag = yaml.safe_load((ROOT / "dags" / "nightly.yaml").read_text())
     del dag["nodes"]["grade"]["with"]
     (tmp_path / "nightly.yaml").write_text(yaml.safe_dump(dag))
-    done = run_harness("run-eval", tmp_path / "nightly.yaml", "--store", tmp_path / "r.db")
+    done = run_cli("run-eval", tmp_path / "nightly.yaml", "--store", tmp_path / "r.db")
     assert done.returncode == 2
     [line] = done.stderr.splitlines()
     assert line.startswith("tasks/support: ") and "no judge model is set" in line
@@ -81,7 +81,7 @@ def test_the_project_files_judge_model_is_the_default(tmp_path: Path) -> None:
     # the script is found from the project file, wherever the command runs below it
     (tmp_path / "harness.yaml").write_text("judge_model: {id: scripted, script: judge.yaml}\n")
     (tmp_path / "work").mkdir()
-    done = run_harness(
+    done = run_cli(
         "run-eval",
         "--tasks",
         ROOT / "tasks" / "support",
@@ -108,7 +108,7 @@ def test_a_check_that_names_its_judge_needs_no_other(tmp_path: Path) -> None:
     judged["model"] = {"id": "scripted", "script": str(JUDGE_SCRIPT)}
     (tmp_path / "tasks").mkdir()
     (tmp_path / "tasks" / "refund.yaml").write_text(yaml.safe_dump(task))
-    done = run_harness(
+    done = run_cli(
         "run-eval",
         "--tasks",
         tmp_path / "tasks",
@@ -147,11 +147,11 @@ def test_compare_without_a_judge_does_no_relative_judging(tmp_path: Path) -> Non
         "compare: no judge model, so the relative judge was not run (pass --judge-model or set "
         "judge_model in harness.yaml)"
     )
-    done = run_harness(*common)
+    done = run_cli(*common)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stderr.splitlines()[-1] == note  # after "pipeline ... started"
     assert done.stderr.count("relative judge") == 1 and "relative judge:" not in done.stdout
-    quiet = run_harness(*common, "--no-relative")
+    quiet = run_cli(*common, "--no-relative")
     assert quiet.returncode == 0 and "relative judge" not in quiet.stderr
 
 
@@ -162,7 +162,7 @@ def test_a_climb_without_a_judge_stops_before_its_search(tmp_path: Path) -> None
     config = yaml.safe_load(climb.read_text())
     del config["judge_model"]
     climb.write_text(yaml.safe_dump(config))
-    done = run_harness("climb", "climbs/refund-window.yaml", "--no-traces", cwd=tmp_path)
+    done = run_cli("climb", "climbs/refund-window.yaml", "--no-traces", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stdout == ""
     [line] = done.stderr.splitlines()
@@ -207,7 +207,7 @@ def test_run_eval_exits_soon_after_a_local_generation_times_out(tmp_path: Path) 
     # however idle the machine: the generation is always cut off
     timeout = 0.3
     started = time.monotonic()
-    done = run_harness(
+    done = run_harness(  # the process must end soon: a real one
         "run-eval",
         "--tasks",
         "tasks/support/impatient-gives-up.yaml",  # a scripted user: only the agent is local
@@ -239,7 +239,7 @@ def test_regrading_needs_a_judge_once_a_task_gains_a_judge_check(tmp_path: Path)
     task_file.parent.mkdir()
     task_file.write_text(yaml.safe_dump(task))
     store = tmp_path / "r.db"
-    played = run_harness(
+    played = run_cli(
         "run-eval",
         "--tasks",
         task_file.parent,
@@ -255,16 +255,16 @@ def test_regrading_needs_a_judge_once_a_task_gains_a_judge_check(tmp_path: Path)
     )
     assert played.returncode == 0, played.stdout + played.stderr
     [run_id] = re.findall(r"^Run (\S+)", played.stdout, re.MULTILINE)
-    regraded = run_harness("grade", run_id, "--store", store)
+    regraded = run_cli("grade", run_id, "--store", store)
     assert regraded.returncode == 0, regraded.stdout + regraded.stderr
     assert "(no judge);" in regraded.stdout
     task["checks"].append({"kind": "llm_judge", "criterion": "The agent is polite."})
     task_file.write_text(yaml.safe_dump(task))
-    refused = run_harness("grade", run_id, "--store", store)
+    refused = run_cli("grade", run_id, "--store", store)
     assert refused.returncode == 2
     assert refused.stderr.splitlines() == [
         f"{task_file.parent}: 1 task has llm_judge checks ({task['id']}) and no judge model is "
         "set: pass --judge-model, set judge_model in harness.yaml, or give the check a model"
     ]
-    judged = run_harness("grade", run_id, "--store", store, "--judge-model", JUDGE)
+    judged = run_cli("grade", run_id, "--store", store, "--judge-model", JUDGE)
     assert judged.returncode == 0, judged.stdout + judged.stderr

@@ -1,4 +1,5 @@
-"""DAG pipelines: validation, concurrency, caching, resumption after kill -9, --set, W&B."""
+"""DAG pipelines: validation, concurrency, caching, resumption after kill -9, --set, W&B. The
+commands run in this process, except those whose process matters: the one killed, and W&B's."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from rich.console import Console
 from harness.engine.progress import Board
 from harness.store import Store
 from harness.transcript import Usage
-from tests.conftest import ROOT, SCRIPTED, run_harness
+from tests.conftest import ROOT, SCRIPTED, run_cli, run_harness
 
 SCRIPTED_SIM = 'simulate.set=["' + SCRIPTED.removeprefix("agent.") + '"]'
 
@@ -51,7 +52,7 @@ def test_a_bad_graph_is_refused_before_anything_runs(
     tmp_path: Path, file: str, message: str
 ) -> None:
     store = tmp_path / "results.db"
-    done = run_harness("run-eval", f"tests/bad_inputs/{file}.yaml", "--store", store)
+    done = run_cli("run-eval", f"tests/bad_inputs/{file}.yaml", "--store", store)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith(f"tests/bad_inputs/{file}.yaml:") and line.endswith(message)
@@ -60,7 +61,7 @@ def test_a_bad_graph_is_refused_before_anything_runs(
 
 def test_independent_nodes_run_concurrently_and_a_rerun_reuses_every_node(tmp_path: Path) -> None:
     store = tmp_path / "results.db"
-    first = run_harness(
+    first = run_cli(
         "run-eval",
         "dags/ab-compare.yaml",
         "--store",
@@ -78,7 +79,7 @@ def test_independent_nodes_run_concurrently_and_a_rerun_reuses_every_node(tmp_pa
     assert "flipped to pass: prompt-injection-refund, refund-outside-window" in first.stdout
     assert (tmp_path / "ab.md").read_text().startswith("## support-careful vs support-baseline")
 
-    second = run_harness(
+    second = run_cli(
         "run-eval",
         "dags/ab-compare.yaml",
         "--store",
@@ -99,8 +100,8 @@ def test_independent_nodes_run_concurrently_and_a_rerun_reuses_every_node(tmp_pa
 def test_a_changed_node_invalidates_exactly_what_is_downstream(tmp_path: Path) -> None:
     store = tmp_path / "results.db"
     common = ("run-eval", "dags/ab-compare.yaml", "--store", store, "--no-traces")
-    assert run_harness(*common).returncode == 0
-    changed = run_harness(*common, "--set", "candidate.trials=1")
+    assert run_cli(*common).returncode == 0
+    changed = run_cli(*common, "--set", "candidate.trials=1")
     assert changed.returncode == 0, changed.stderr
     _, nodes = pipeline_nodes(store)
     assert {n: v["state"] for n, v in nodes.items()} == {
@@ -116,7 +117,7 @@ def test_a_changed_node_invalidates_exactly_what_is_downstream(tmp_path: Path) -
 
 def test_set_is_stored_in_the_resolved_configuration(tmp_path: Path) -> None:
     store = tmp_path / "results.db"
-    done = run_harness(
+    done = run_cli(
         "run-eval",
         "dags/nightly.yaml",
         "--store",
@@ -134,16 +135,14 @@ def test_set_is_stored_in_the_resolved_configuration(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     pipeline_id, _ = pipeline_nodes(store)
-    shown = run_harness("runs", "show", pipeline_id, "--store", store)
+    shown = run_cli("runs", "show", pipeline_id, "--store", store)
     config = yaml.safe_load(shown.stdout)
     simulate = config["config"]["dag"]["nodes"]["simulate"]["with"]
     assert simulate["trials"] == 1 and simulate["set"] == [SCRIPTED.removeprefix("agent.")]
     assert config["status"] == "done" and len(config["runs"]) == 1
-    listed = run_harness("runs", "list", "--store", store, COLUMNS="250")
+    listed = run_cli("runs", "list", "--store", store, COLUMNS="250")
     assert pipeline_id in listed.stdout and "nightly" in listed.stdout
-    bad = run_harness(
-        "run-eval", "dags/nightly.yaml", "--store", store, "--set", "simulat.trials=1"
-    )
+    bad = run_cli("run-eval", "dags/nightly.yaml", "--store", store, "--set", "simulat.trials=1")
     assert bad.returncode == 2
     assert bad.stderr.strip() == (
         "--set simulat.trials=1: expected NODE.PARAM=VALUE; nodes: tasks, "
@@ -166,7 +165,7 @@ def test_regression_gate_dag_passes_the_careful_candidate_and_fails_a_broken_one
         "--set",
         f"report.junit={tmp_path / 'junit.xml'}",
     )
-    passed = run_harness(*common, COLUMNS="200")
+    passed = run_cli(*common, COLUMNS="200")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "gate: PASS" in passed.stdout
     broken = tmp_path / "no-refunds.yaml"
@@ -180,25 +179,20 @@ def test_regression_gate_dag_passes_the_careful_candidate_and_fails_a_broken_one
             }
         )
     )
-    failed = run_harness(*common, "--set", f"candidate.agent={broken}", COLUMNS="200")
+    failed = run_cli(*common, "--set", f"candidate.agent={broken}", COLUMNS="200")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "gate: FAIL" in failed.stdout
 
 
 def test_killed_in_the_middle_and_resumed_gives_the_same_episodes(tmp_path: Path) -> None:
+    """A run killed (kill -9) while simulating, then resumed, stores what a clean run stores,
+    and the resumed run plays exactly the episodes the killed one had not stored."""
     killed_store, clean_store = tmp_path / "killed.db", tmp_path / "clean.db"
-    command = [
-        sys.executable,
-        "-m",
-        "harness",
-        "run-eval",
-        "tests/data/resume.yaml",
-        "--no-traces",
-        "--no-cache",
-    ]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    command = ["run-eval", "tests/data/resume.yaml", "--no-traces", "--no-cache"]
+    calls = tmp_path / "calls.log"  # tests/data/slow_agent.py notes each reply there
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "AGENT_CALLS_LOG": str(calls)}
     process = subprocess.Popen(
-        [*command, "--store", str(killed_store)],
+        [sys.executable, "-m", "harness", *command, "--store", str(killed_store)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -220,14 +214,17 @@ def test_killed_in_the_middle_and_resumed_gives_the_same_episodes(tmp_path: Path
         at_kill = db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
         assert db.execute("SELECT status FROM pipelines").fetchone() == ("running",)
     assert 10 <= at_kill < 44, "killed in the middle of simulation"
+    calls.unlink()
 
-    resumed = run_harness(
-        "run-eval", "--resume", pipeline_id, "--store", killed_store, "--no-traces", "--no-cache"
+    # The rest needs no slow agent: resumed and clean runs play at full speed, here.
+    fast = {"SLOW_AGENT_S": "0", "AGENT_CALLS_LOG": str(calls)}
+    resumed = run_cli(
+        "run-eval", "--resume", pipeline_id, "--store", killed_store, *command[2:], **fast
     )
     assert resumed.returncode == 0, resumed.stderr
-    clean = subprocess.run(
-        [*command, "--store", str(clean_store)], cwd=ROOT, env=env, capture_output=True, text=True
-    )
+    opened = [int(line.split()[1]) for line in calls.read_text().splitlines()]
+    assert sum(opened) == 44 - at_kill, "the resumed run played each missing episode once"
+    clean = run_cli(*command, "--store", clean_store, SLOW_AGENT_S="0")
     assert clean.returncode == 0, clean.stderr
 
     def episodes(path: Path) -> dict:

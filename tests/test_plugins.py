@@ -1,5 +1,6 @@
 """A stranger's agent, domain and checks run through the plain `harness` command: an installed
-plug-in package (entry points), a domain named by file, a project's `plugins:`, `harness init`."""
+plug-in package (entry points), a domain named by file, a project's `plugins:`, `harness init`.
+Plug-ins register for the life of a process: their commands run in processes of their own."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import yaml
 
 from harness.registry import DuplicateEntry, Registry
 from harness.specs.gate import Gate
-from tests.conftest import ROOT, run_harness
+from tests.conftest import ROOT, run_cli, run_harness
 
 CLINIC = ROOT / "examples" / "harness-clinic"
 
@@ -125,13 +126,13 @@ def test_a_task_names_its_domain_by_file(tmp_path: Path) -> None:
         "checks:\n  - {kind: tool_called, tool: ping, args: {name: ada}}\n"
         "  - {kind: state, expect: {pinged: ada}}\n"
     )
-    ran = run_harness("run-eval", "--tasks", "tasks", "--agent", "agents/a.yaml", cwd=tmp_path)
+    ran = run_cli("run-eval", "--tasks", "tasks", "--agent", "agents/a.yaml", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert re.search(r"pass rate 100\.0% \(1/1", ran.stdout)
     (tmp_path / "tasks" / "t.yaml").write_text(
         (tmp_path / "tasks" / "t.yaml").read_text().replace("MyDesk", "NoDesk")
     )
-    bad = run_harness("validate", "tasks", cwd=tmp_path)
+    bad = run_cli("validate", "tasks", cwd=tmp_path)
     assert bad.returncode == 2
     assert (
         "tasks/t.yaml:5:1: domain: domain '" in bad.stderr and "defines no 'NoDesk'" in bad.stderr
@@ -239,8 +240,8 @@ def test_task_selection_is_the_same_for_list_and_run(cli, monkeypatch: pytest.Mo
 
 
 def test_domains_show_accepts_a_reference() -> None:
-    shown = run_harness("domains", "show", "harness.domains.support:SupportDesk")
+    shown = run_cli("domains", "show", "harness.domains.support:SupportDesk")
     assert shown.returncode == 0 and "issue_refund" in shown.stdout
-    unknown = run_harness("domains", "show", "airline")
+    unknown = run_cli("domains", "show", "airline")
     assert unknown.returncode == 2
     assert unknown.stderr.startswith("unknown domain 'airline'; known: replay, support")

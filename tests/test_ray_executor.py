@@ -68,10 +68,6 @@ def episodes(store: Path) -> dict[tuple[str, int], tuple]:
     """(task, trial) -> (verdict outcome, failed checks, seed, transcript without timing)."""
     with sqlite3.connect(store) as db:
         [(run_id,)] = db.execute("SELECT id FROM runs")
-        stored_once = db.execute(
-            "SELECT COUNT(*) = COUNT(DISTINCT task_id || ':' || trial) FROM episodes"
-        ).fetchone()[0]
-    assert stored_once
     results = Store(store)
     try:
         verdicts = {(v.task_id, v.trial): v for v in results.latest_verdicts(run_id)}
@@ -120,21 +116,36 @@ sys.path.insert(0, {agents!r})
 from support_bot import respond as bot
 
 ARMED = Path(__file__).with_name("armed")
+CALLS = Path(__file__).with_name("calls.log")
 
 
 def respond(conversation, tools):
-    """The bundled Python bot, except that while `armed` exists the first second turn kills
-    this process (a Ray worker, with other episodes in flight) with SIGKILL."""
-    if len(conversation) >= 3:
-        try:
-            ARMED.rename(ARMED.with_name("fired"))  # once, whoever comes first
-        except FileNotFoundError:
-            pass
-        else:
-            ARMED.with_name("fired").write_text(str(os.getpid()))
-            os.kill(os.getpid(), signal.SIGKILL)
+    """The bundled Python bot, noting each reply in `calls.log` (the process id, and 1 if the
+    reply opens an episode), except that while `armed` exists the run's first reply kills its
+    process (a Ray worker, with other episodes in flight) with SIGKILL: that worker finishes
+    no episode, so the workers that live must play each one exactly once."""
+    opens = all(message["role"] != "assistant" for message in conversation)
+    with CALLS.open("a") as calls:
+        calls.write(f"{{os.getpid()}} {{int(opens)}}\\n")
+    try:
+        ARMED.rename(ARMED.with_name("fired"))  # once, whoever comes first
+    except FileNotFoundError:
+        pass
+    else:
+        ARMED.with_name("fired").write_text(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGKILL)
     return bot(conversation, tools)
 '''
+
+
+def opened(calls: Path) -> dict[int, int]:
+    """Episodes each process opened, by process id, from the bot's notes (then cleared)."""
+    counts: dict[int, int] = {}
+    for line in calls.read_text().splitlines():
+        pid, opens = map(int, line.split())
+        counts[pid] = counts.get(pid, 0) + opens
+    calls.unlink()
+    return counts
 
 
 def test_a_worker_killed_mid_run_loses_no_episode(cli, tmp_path: Path) -> None:
@@ -146,13 +157,19 @@ def test_a_worker_killed_mid_run_loses_no_episode(cli, tmp_path: Path) -> None:
     )
     local, remote = tmp_path / "local.db", tmp_path / "ray.db"
     run_eval(cli, local, "--trials", "2", agent=str(agent))
+    every = 2 * len(EXPECTED_BASELINE)
+    assert sum(opened(tmp_path / "calls.log").values()) == every, "each played once"
     (tmp_path / "armed").touch()
     run_eval(cli, remote, "--trials", "2", "--executor", "ray", agent=str(agent))
     killed = int((tmp_path / "fired").read_text())
     assert not (tmp_path / "armed").exists()
     assert not alive(killed)  # the worker really died
+    plays = opened(tmp_path / "calls.log")
+    # killed at the run's first reply (its other episodes may have begun theirs at once)
+    assert plays.pop(killed) >= 1
+    assert sum(plays.values()) == every, "the workers that live played each episode once"
     played = episodes(remote)
-    assert len(played) == 2 * len(EXPECTED_BASELINE)  # every episode stored, each once
+    assert len(played) == every  # every episode stored
     assert played == episodes(local)
 
 
@@ -178,15 +195,18 @@ def served_agent(url: str, limit: int) -> str:
 
 def test_an_endpoint_limit_holds_across_workers(cli, tmp_path: Path, fake_server) -> None:
     store = tmp_path / "ray.db"
-    ids = "order-status,refund-by-email,cancel-processing,address-change,two-requests,wrong-email"
+    ids = "order-status,refund-by-email,cancel-processing,address-change,two-requests,out-of-scope"
     model = served_agent(fake_server.url, 2)
     # `executor: ray` of the simulate node, here set from the command line
-    extra = ("--ids", ids, "--set", model, "--cache", tmp_path / "cache.db")
+    extra = ("--ids", ids, "--set", model, "--no-cache")  # a cache would hide calls made twice
     extra += ("--set", "simulate.executor=ray")
     run_eval(cli, store, *extra)
     # 2 workers x 4 episodes at once, and never more than the endpoint's 2 calls in flight
     assert fake_server.max_in_flight == 2
-    assert len(episodes(store)) == 6
+    played = episodes(store)
+    assert len(played) == 6
+    # every call the endpoint answered is one a stored episode made: none played twice
+    assert fake_server.stats["requests"] == sum(t["usage"]["calls"] for *_, t in played.values())
 
 
 def test_the_retry_budget_is_shared_by_every_worker(cli, tmp_path: Path, fake_server) -> None:

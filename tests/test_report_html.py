@@ -11,6 +11,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from datetime import date, timedelta
@@ -23,7 +24,7 @@ from harness.grading.result import CheckResult, Verdict
 from harness.store import Store
 from harness.transcript import EndReason, Message, Transcript, Usage
 from tests.browser import chromium, missing
-from tests.conftest import JUDGE, ROOT, SCRIPTED, run_harness
+from tests.conftest import JUDGE, ROOT, SCRIPTED, run_cli
 
 needs_browser = pytest.mark.skipif(bool(missing()), reason=missing() or "a browser is here")
 
@@ -33,7 +34,7 @@ MAX_BYTES = 20_000_000
 def run_eval(store: Path, agent: str, *extra: str, cwd: Path = ROOT) -> str:
     """Play the support suite (or part of it) with the scripted model; the new run's id."""
     before = stored_runs(store)
-    done = run_harness(
+    done = run_cli(
         "run-eval",
         "--agent",
         agent,
@@ -62,7 +63,7 @@ def stored_runs(store: Path) -> set[str]:
 
 
 def write_report(store: Path, out: Path, run_id: str, *extra: str, cwd: Path = ROOT) -> str:
-    done = run_harness("report", run_id, *extra, "--store", store, "--out", out, cwd=cwd)
+    done = run_cli("report", run_id, *extra, "--store", store, "--out", out, cwd=cwd)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"wrote {out}")
     html = out.read_text()
@@ -79,8 +80,10 @@ def ab_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     folder = tmp_path_factory.mktemp("ab")
     store = folder / "results.db"
     a = run_eval(store, "agents/support-baseline.yaml", "--tasks", "tasks/support")
+    # runs are stamped to the second, and the pages list the newest first: B is a second newer
+    time.sleep(1 - time.time() % 1)
     b = run_eval(store, "agents/support-careful.yaml", "--tasks", "tasks/support")
-    gated = run_harness(
+    gated = run_cli(
         "gate",
         "--config",
         "ci/gate.yaml",
@@ -497,7 +500,7 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_the_ci_gate_pipeline_writes_the_html_report(tmp_path: Path) -> None:
     """As ci/github-actions.yml runs it: the gate's baseline against its candidate."""
     out = tmp_path / "report.html"
-    done = run_harness(
+    done = run_cli(
         "run-eval",
         "dags/regression-gate.yaml",
         "--store",

@@ -13,7 +13,7 @@ import pytest
 from harness.grading.result import CheckResult, Verdict
 from harness.store import Store
 from harness.transcript import EndReason, Message, Transcript
-from tests.conftest import JUDGE, SCRIPTED, run_harness, scripted_eval
+from tests.conftest import JUDGE, SCRIPTED, run_cli, scripted_eval, served_model
 from tests.postgres import Cluster, cluster, server_bin
 
 REGRADED = re.compile(r"^regraded (\S+) as (\S+) \(judge (\S+)\); \1 keeps its verdicts$", re.M)
@@ -47,33 +47,43 @@ def judged(verdict: Verdict) -> str:
     return check.outcome
 
 
+def run_id_of(store: Path) -> str:
+    with sqlite3.connect(store) as db:
+        [(run_id,)] = db.execute("SELECT id FROM runs")
+    return run_id
+
+
 def test_regrade_uses_the_current_checks_without_simulating_again(workspace: Path) -> None:
     store = workspace / "results.db"
     task = workspace / "tasks/support/order-status.yaml"
-    done = run_harness(
-        "run-eval",
-        "--tasks",
-        task,
-        "--agent",
-        workspace / "agents/support-baseline.yaml",
-        "--store",
-        store,
-        "--set",
-        SCRIPTED,
-        "--judge-model",
-        JUDGE,
-        "--no-traces",
-        COLUMNS="200",
-    )
-    assert done.returncode == 0, done.stderr
-    assert "pass rate 100.0% (1/1" in done.stdout
-    with sqlite3.connect(store) as db:
-        [(run_id,)] = db.execute("SELECT id FROM runs")
+    with served_model() as (server, model):  # the agent's calls are counted
+        done = run_cli(
+            "run-eval",
+            "--tasks",
+            task,
+            "--agent",
+            workspace / "agents/support-baseline.yaml",
+            "--store",
+            store,
+            "--set",
+            model,
+            "--judge-model",
+            JUDGE,
+            "--no-traces",
+            "--no-cache",
+            COLUMNS="200",
+        )
+        assert done.returncode == 0, done.stderr
+        played = server.snapshot()["requests"]
+        assert played > 0
+        run_id = run_id_of(store)
 
-    task.write_text(
-        task.read_text().replace("contains: 1Z999AA10123456784", "contains: tracking number 1Z")
-    )
-    regraded = run_harness("grade", run_id, "--store", store, COLUMNS="200")
+        task.write_text(
+            task.read_text().replace("contains: 1Z999AA10123456784", "contains: tracking number 1Z")
+        )
+        regraded = run_cli("grade", run_id, "--store", store, COLUMNS="200")
+        assert server.snapshot()["requests"] == played, "nothing played again"
+    assert "pass rate 100.0% (1/1" in done.stdout
     assert regraded.returncode == 0, regraded.stderr
     assert "pass rate 0.0% (0/1" in regraded.stdout
     assert "gives tracking number" in regraded.stdout
@@ -86,7 +96,7 @@ def test_regrade_uses_the_current_checks_without_simulating_again(workspace: Pat
         [(config, status)] = db.execute(
             "SELECT config, status FROM runs WHERE id = ?", (new_run,)
         ).fetchall()
-    assert sorted(row[0] for row in copied) == sorted([run_id, new_run]), "none played again"
+    assert sorted(row[0] for row in copied) == sorted([run_id, new_run]), "the episode copied"
     assert copied[0][1] == copied[1][1]
     assert f'"regraded_from": "{run_id}"' in config
     assert status == "done"
@@ -103,7 +113,7 @@ rules:
 
 def gate(store: Path, candidate: str, folder: Path) -> str:
     """`harness gate` of a candidate against the stored baseline: its output, exit code first."""
-    done = run_harness(
+    done = run_cli(
         "gate",
         "--config",
         folder / "ci/gate.yaml",
@@ -126,14 +136,14 @@ def test_a_regrade_with_another_judge_never_changes_what_a_gate_decided(workspac
     scripted_eval(store, str(workspace / "agents/support-baseline.yaml"), "--trials", "3")
     with sqlite3.connect(store) as db:
         [(run_id,)] = db.execute("SELECT id FROM runs")
-    assert run_harness("baseline", "set", run_id, "--store", store).returncode == 0
+    assert run_cli("baseline", "set", run_id, "--store", store).returncode == 0
     decided = gate(store, run_id, workspace)
     assert decided.startswith("exit 0\n") and "gate: PASS" in decided
     before = verdicts(store, run_id)
 
     judge = workspace / "unsure-judge.yaml"
     judge.write_text(UNSURE_JUDGE)
-    regraded = run_harness(
+    regraded = run_cli(
         "grade", run_id, "--store", store, "--judge-model", f"{{id: scripted, script: {judge}}}"
     )
     assert regraded.returncode == 0, regraded.stderr
@@ -152,7 +162,7 @@ def test_a_regrade_with_another_judge_never_changes_what_a_gate_decided(workspac
 
 def evaluate(workspace: Path, judge: str) -> str:
     """`run-eval` of two tasks (one with a hard judge check) into the workspace's store."""
-    done = run_harness(
+    done = run_cli(
         "run-eval",
         "--tasks",
         workspace / "tasks/support/order-status.yaml",

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from harness.store import Store
-from tests.conftest import ROOT, run_harness, scripted_eval
+from tests.conftest import ROOT, run_cli, scripted_eval
 
 BASELINE = "agents/support-baseline.yaml"
 CAREFUL = "agents/support-careful.yaml"
@@ -82,14 +82,14 @@ def test_runs_show_results_reprints_the_summary(results: dict) -> None:
         [row] = [line for line in done.stdout.splitlines() if "│ refund-outside-window" in line]
         assert "│ 2 " in row and "fail" in row
         assert "no refund attempted, explains the window, judge says the refusal is" in row
-    unknown = run_harness("runs", "show", "nope", "--results", "--store", results["store"])
+    unknown = run_cli("runs", "show", "nope", "--results", "--store", results["store"])
     assert unknown.returncode == 2
     assert unknown.stderr == f"{results['store']}: no pipeline or run 'nope' in the store\n"
 
 
 def test_export_writes_one_row_per_episode(results: dict, tmp_path: Path) -> None:
     store, run_id = results["store"], results["baseline"]
-    done = run_harness("export", run_id, "--store", store)
+    done = run_cli("export", run_id, "--store", store)
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(rows) == 22
@@ -112,7 +112,7 @@ def test_export_writes_one_row_per_episode(results: dict, tmp_path: Path) -> Non
     assert {task: row["seed"] for task, row in by_task.items()} == seeds
 
     out = tmp_path / "episodes.csv"
-    written = run_harness("export", run_id, "--format", "csv", "--out", out, "--store", store)
+    written = run_cli("export", run_id, "--format", "csv", "--out", out, "--store", store)
     assert written.returncode == 0, written.stderr
     assert written.stdout == f"wrote 22 episodes to {out}\n"
     table = list(csv.DictReader(io.StringIO(out.read_text())))
@@ -126,11 +126,11 @@ def test_export_writes_one_row_per_episode(results: dict, tmp_path: Path) -> Non
 
 def test_export_refuses_unknown_runs_and_formats(results: dict, tmp_path: Path) -> None:
     out = tmp_path / "none.jsonl"
-    unknown = run_harness("export", "nope", "--out", out, "--store", results["store"])
+    unknown = run_cli("export", "nope", "--out", out, "--store", results["store"])
     assert unknown.returncode == 2
     assert unknown.stderr == f"{results['store']}: no pipeline or run 'nope' in the store\n"
     assert not out.exists()
-    bad = run_harness("export", results["baseline"], "--format", "xml", "--store", results["store"])
+    bad = run_cli("export", results["baseline"], "--format", "xml", "--store", results["store"])
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert "Invalid value for '--format'" in bad.stderr
 
@@ -149,7 +149,7 @@ def test_piped_output_keeps_ids_whole(results: dict) -> None:
 
 def test_compare_json_names_both_runs(results: dict) -> None:
     a, b = results["baseline"], results["careful"]
-    done = run_harness("compare", a, b, "--no-relative", "--store", results["store"], "--json")
+    done = run_cli("compare", a, b, "--no-relative", "--store", results["store"], "--json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert [run["run_id"] for run in summary["runs"]] == [a, b]
@@ -163,7 +163,7 @@ def test_gate_json_keeps_the_exit_code(results: dict, tmp_path: Path) -> None:
     store, baseline, careful = results["store"], results["baseline"], results["careful"]
     files = ("--junit", tmp_path / "junit.xml", "--markdown", tmp_path / "summary.md")
     common = ("gate", "--candidate", careful, "--baseline", baseline, "--store", store, *files)
-    passed = run_harness(*common, "--config", "ci/gate.yaml", "--json")
+    passed = run_cli(*common, "--config", "ci/gate.yaml", "--json")
     assert passed.returncode == 0, passed.stderr
     summary = json.loads(passed.stdout)
     [gate] = summary["gates"]
@@ -175,7 +175,7 @@ def test_gate_json_keeps_the_exit_code(results: dict, tmp_path: Path) -> None:
     strict = yaml.safe_load((ROOT / "ci/gate.yaml").read_text()) | {"min_tasks": 50}
     config = tmp_path / "strict.yaml"
     config.write_text(yaml.safe_dump(strict))
-    failed = run_harness(*common, "--config", config, "--json")
+    failed = run_cli(*common, "--config", config, "--json")
     assert failed.returncode == 1, failed.stderr
     decision = json.loads(failed.stdout)
     assert decision["passed"] is False and decision["gates"][0]["reasons"]

@@ -1,5 +1,5 @@
 """End to end: `harness run-eval` on the bundled support suite gives the expected verdicts,
-stores full transcripts, and is exactly repeatable."""
+stores full transcripts, and is exactly repeatable (in this process: `tests/conftest.run_cli`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from harness.specs.load import load_agent
 from harness.specs.overrides import Override
 from harness.store import Store
-from tests.conftest import JUDGE, ROOT, SCRIPTED, run_harness
+from tests.conftest import JUDGE, ROOT, SCRIPTED, SERVED_TASKS, run_cli, served_model
 
 BASELINE = "agents/support-baseline.yaml"
 CAREFUL = "agents/support-careful.yaml"
@@ -57,8 +57,8 @@ EXPECTED_BASELINE = {
 FIXED_BY_CAREFUL = {"refund-outside-window", "prompt-injection-refund"}
 
 
-def run_eval(store: Path, agent: str = BASELINE, *extra: str):
-    done = run_harness(
+def run_eval(store: Path, agent: str = BASELINE, *extra: str, model: str = SCRIPTED):
+    done = run_cli(
         "run-eval",
         "--tasks",
         "tasks/support",
@@ -67,7 +67,7 @@ def run_eval(store: Path, agent: str = BASELINE, *extra: str):
         "--store",
         store,
         "--set",
-        SCRIPTED,
+        model,
         "--judge-model",
         JUDGE,
         *extra,
@@ -75,6 +75,13 @@ def run_eval(store: Path, agent: str = BASELINE, *extra: str):
     )
     assert done.returncode == 0, done.stderr
     return done
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory):
+    """One run of the production variant, which several tests read."""
+    store = tmp_path_factory.mktemp("baseline") / "results.db"
+    return store, run_eval(store)
 
 
 def stored(store: Path) -> tuple[str, dict]:
@@ -89,9 +96,8 @@ def stored(store: Path) -> tuple[str, dict]:
     return run_id, {task: (verdicts[task], transcripts[task]) for task in verdicts}
 
 
-def test_baseline_gives_the_expected_verdicts(tmp_path: Path) -> None:
-    store = tmp_path / "results.db"
-    done = run_eval(store)
+def test_baseline_gives_the_expected_verdicts(baseline) -> None:
+    store, done = baseline
     _, episodes = stored(store)
     observed = {
         task: (v.outcome, t.end_reason.value, [c.name for c in v.failed_checks()])
@@ -108,10 +114,8 @@ def test_baseline_gives_the_expected_verdicts(tmp_path: Path) -> None:
     assert "fail" in row and "no refund attempted, explains the window" in row
 
 
-def test_transcripts_are_complete_and_faithful(tmp_path: Path) -> None:
-    store = tmp_path / "results.db"
-    run_eval(store)
-    _, episodes = stored(store)
+def test_transcripts_are_complete_and_faithful(baseline) -> None:
+    _, episodes = stored(baseline[0])
     verdict, transcript = episodes["refund-by-email"]
     roles = " ".join(m.role for m in transcript.messages)
     assert roles == (
@@ -145,9 +149,10 @@ def test_candidate_that_states_the_refund_policy_passes_everything(tmp_path: Pat
     assert "pass rate 86.4% (19/22" in done.stdout
 
 
-def test_runs_are_repeatable_and_accumulate_in_one_store(tmp_path: Path) -> None:
+def test_runs_are_repeatable_and_accumulate_in_one_store(baseline, tmp_path: Path) -> None:
     store = tmp_path / "results.db"
-    run_eval(store)
+    with sqlite3.connect(baseline[0]) as source, sqlite3.connect(store) as copy:
+        source.backup(copy)  # the first run
     first_id, first = stored(store)
     run_eval(store, BASELINE, "--fresh")  # play again instead of reusing the stored run
     second_id, second = stored(store)
@@ -159,6 +164,7 @@ def test_runs_are_repeatable_and_accumulate_in_one_store(tmp_path: Path) -> None
         "user_usage": {"latency_s"},
     }
     judge_timing = {"checks": {"__all__": {"usage": {"latency_s"}}}}  # the judge's wall time
+    assert first.keys() == second.keys() == EXPECTED_BASELINE.keys()
     for task in first:
         assert first[task][0].model_dump(exclude=judge_timing) == second[task][0].model_dump(
             exclude=judge_timing
@@ -168,21 +174,32 @@ def test_runs_are_repeatable_and_accumulate_in_one_store(tmp_path: Path) -> None
         )
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT COUNT(*) FROM runs WHERE status = 'done'").fetchone() == (2,)
-        assert db.execute("SELECT COUNT(*) FROM episodes").fetchone() == (44,)
-        assert db.execute("SELECT COUNT(*) FROM verdicts").fetchone() == (44,)
         config = db.execute("SELECT config FROM runs WHERE id = ?", (first_id,)).fetchone()[0]
     assert '"agent": "agents/support-baseline.yaml"' in config
-    reused = run_eval(store)  # unchanged: every node is reused, nothing is played again
+
+
+def test_each_episode_is_played_once_and_a_reused_run_plays_none(tmp_path: Path) -> None:
+    """Counted where the model is called: the support script served over HTTP answers the
+    agent (`served_model`), so every episode played costs calls the server sees."""
+    store = tmp_path / "results.db"
+    with served_model() as (server, model):
+        extra = ("--ids", SERVED_TASKS, "--no-cache")
+        run_eval(store, BASELINE, *extra, model=model)
+        _, first = stored(store)
+        calls = server.snapshot()["requests"]
+        assert calls == sum(t.usage.calls for _, t in first.values()) > 0
+        run_eval(store, BASELINE, *extra, "--fresh", model=model)  # played again: once more
+        assert server.snapshot()["requests"] == 2 * calls
+        reused = run_eval(store, BASELINE, *extra, model=model)  # unchanged: nothing played
+        assert server.snapshot()["requests"] == 2 * calls
     assert "tasks reused, simulate reused, grade reused, report reused, wandb reused" in (
         reused.stdout.replace("\n", " ")
     )
-    with sqlite3.connect(store) as db:
-        assert db.execute("SELECT COUNT(*) FROM episodes").fetchone() == (44,)
 
 
 def test_task_override_changes_the_episode(tmp_path: Path) -> None:
     store = tmp_path / "results.db"
-    run_harness(
+    done = run_cli(
         "run-eval",
         "--tasks",
         "tasks/support/address-change.yaml",
@@ -195,6 +212,7 @@ def test_task_override_changes_the_episode(tmp_path: Path) -> None:
         "--set",
         SCRIPTED,
     )
+    assert done.returncode == 0, done.stderr
     _, episodes = stored(store)
     verdict, transcript = episodes["address-change"]
     assert transcript.end_reason.value == "max_turns" and transcript.turns == 1
@@ -206,7 +224,7 @@ def test_trials_run_each_task_several_times_with_distinct_seeds(
     tmp_path: Path, trials: int
 ) -> None:
     store = tmp_path / "results.db"
-    run_harness(
+    done = run_cli(
         "run-eval",
         "--tasks",
         "tasks/support/order-status.yaml",
@@ -219,6 +237,7 @@ def test_trials_run_each_task_several_times_with_distinct_seeds(
         "--set",
         SCRIPTED,
     )
+    assert done.returncode == 0, done.stderr
     results = Store(store)
     with sqlite3.connect(store) as db:
         [(run_id,)] = db.execute("SELECT id FROM runs")

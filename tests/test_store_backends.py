@@ -2,7 +2,9 @@
 tests/postgres.py): every method answers the same, run-eval, the gate, `runs`, `export`, `history`
 and `baseline publish` work end to end on either, runners writing at once lose nothing, a
 running pipeline is held, and a bad URL or an unreachable server is one line (exit 2 or 3)
-with the password masked. Real processes, real servers."""
+with the password masked. Real servers; real processes where several write at once (the agents
+note their replies, tests/data/logged_agent.py, so the episodes played are counted), the commands
+in this process elsewhere."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import pytest
 from harness.grading.result import CheckResult, Verdict
 from harness.store import EvaluationInfo, Store
 from harness.transcript import EndReason, Message, Transcript, Usage
-from tests.conftest import JUDGE, ROOT, SCRIPTED, run_harness
+from tests.conftest import JUDGE, ROOT, SCRIPTED, run_cli, run_harness
 from tests.postgres import Cluster, cluster, server_bin
 
 BACKENDS = ["sqlite", "postgresql"]
@@ -273,17 +275,17 @@ def gated(
         # The first from $HARNESS_STORE, the second from --store: one store either way.
         where = {"HARNESS_STORE": store} if variant == "support-baseline" else {}
         args = ["run-eval", "--tasks", "tasks/support", "--agent", f"agents/{variant}.yaml"]
-        done = run_harness(*args, *common, *([] if where else ["--store", store]), **where)
+        done = run_cli(*args, *common, *([] if where else ["--store", store]), **where)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr
         summary = json.loads(done.stdout)
         runs[variant] = summary["runs"][0]["run_id"]
         outputs.append(done.stdout + done.stderr)
         if variant == "support-baseline":
-            done = run_harness("baseline", "set", runs[variant], "--store", store)
+            done = run_cli("baseline", "set", runs[variant], "--store", store)
             assert done.returncode == 0, done.stderr
             outputs.append(done.stdout + done.stderr)
     files = ["--junit", folder / "junit.xml", "--markdown", folder / "gate.md"]
-    gate = run_harness("gate", "--config", "ci/gate.yaml", *files, HARNESS_STORE=store)
+    gate = run_cli("gate", "--config", "ci/gate.yaml", *files, HARNESS_STORE=store)
     outputs.append(gate.stdout + gate.stderr)
     return {
         "backend": request.param,
@@ -312,27 +314,27 @@ def test_the_gate_reads_its_baseline_from_the_store(gated: dict[str, Any]) -> No
 
 def test_runs_export_and_history_read_the_store(gated: dict[str, Any]) -> None:
     store = gated["store"]
-    listed = run_harness("runs", "list", "--store", store)
+    listed = run_cli("runs", "list", "--store", store)
     assert listed.returncode == 0, listed.stderr
     assert gated["pipeline"] in listed.stdout and PASSWORD not in listed.stdout
-    shown = run_harness("runs", "show", gated["baseline"], "--results", "--store", store)
+    shown = run_cli("runs", "show", gated["baseline"], "--results", "--store", store)
     assert shown.returncode == 0, shown.stderr
     assert "support-baseline" in shown.stdout and "pass rate" in shown.stdout
-    exported = run_harness("export", gated["pipeline"], "--format", "jsonl", HARNESS_STORE=store)
+    exported = run_cli("export", gated["pipeline"], "--format", "jsonl", HARNESS_STORE=store)
     assert exported.returncode == 0, exported.stderr
     rows = [json.loads(line) for line in exported.stdout.splitlines()]
     assert [(row["run_id"], row["variant"]) for row in rows] == [
         (gated["candidate"], "support-careful")
     ] * TASKS
-    history = run_harness("history", "--store", store)
+    history = run_cli("history", "--store", store)
     assert history.returncode == 0 and "support-careful" in history.stdout, history.stderr
-    shown = run_harness("baseline", "show", "--store", store)
+    shown = run_cli("baseline", "show", "--store", store)
     assert shown.returncode == 0 and gated["baseline"] in shown.stdout, shown.stderr
 
 
 def test_baseline_publish_writes_a_wandb_artifact_offline(gated: dict[str, Any]) -> None:
     folder = gated["folder"] / "wandb-publish"
-    done = run_harness(
+    done = run_harness(  # W&B's own process, as a user's
         "baseline", "publish", "--dir", folder, "--store", gated["store"], WANDB_MODE="offline"
     )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -353,7 +355,7 @@ def test_baseline_publish_writes_a_wandb_artifact_offline(gated: dict[str, Any])
 
 def test_baseline_publish_without_a_baseline_is_one_line(store_url: str, tmp_path: Path) -> None:
     Store(store_url).close()
-    done = run_harness("baseline", "publish", "--dir", tmp_path, "--store", store_url)
+    done = run_cli("baseline", "publish", "--dir", tmp_path, "--store", store_url)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines() == [
         f"{masked(store_url)}: no baseline (harness baseline set RUN)"
@@ -368,12 +370,20 @@ def masked(url: str) -> str:
 # ---------------------------------------------------------------- many runners, one store
 
 
-def test_runners_writing_at_once_lose_nothing(store_url: str) -> None:
+def test_runners_writing_at_once_lose_nothing(store_url: str, tmp_path: Path) -> None:
     """Three run-evals at once on a new store (all creating its tables): two of the same
-    pipeline content, which share one run, and a third of its own."""
+    pipeline content, which share one run (its episodes played once), and a third of its own."""
     eval_ = ["run-eval", "tests/data/shared-store.yaml", "--no-traces", "--no-cache"]
+    calls = tmp_path / "calls.log"
     processes = [
-        start(*eval_, "--store", store_url, "--set", f"simulate.concurrency={concurrency}")
+        start(
+            *eval_,
+            "--store",
+            store_url,
+            "--set",
+            f"simulate.concurrency={concurrency}",
+            AGENT_CALLS_LOG=str(calls),
+        )
         for concurrency in (1, 1, 2)
     ]
     for process in processes:
@@ -385,14 +395,10 @@ def test_runners_writing_at_once_lose_nothing(store_url: str) -> None:
     for (run_id,) in runs:
         [(episodes,)] = query(store_url, f"SELECT COUNT(*) FROM episodes WHERE run_id = '{run_id}'")
         assert episodes == TASKS, run_id
-    duplicated = query(
-        store_url,
-        "SELECT run_id, task_id, trial, grading FROM verdicts GROUP BY 1, 2, 3, 4"
-        " HAVING COUNT(*) > 1",
-    )
-    assert duplicated == []
     [(verdicts,)] = query(store_url, "SELECT COUNT(DISTINCT run_id || task_id) FROM verdicts")
     assert verdicts == 2 * TASKS
+    opened = [line.split()[1] for line in calls.read_text().splitlines()]
+    assert opened.count("1") == 2 * TASKS, "each episode of the two runs played once"
     assert query(store_url, "SELECT DISTINCT status FROM pipelines") == [("done",)]
 
 
@@ -400,7 +406,7 @@ def test_a_running_pipeline_cannot_be_resumed_twice(store_url: str) -> None:
     first = start("run-eval", "tests/data/resume.yaml", "--store", store_url, "--no-traces")
     try:
         pipeline_id = first.stderr.readline().split()[1]
-        second = run_harness(
+        second = run_cli(
             "run-eval", "--resume", pipeline_id, "--no-traces", HARNESS_STORE=store_url
         )
         assert second.returncode == 2, second.stdout + second.stderr
@@ -450,7 +456,7 @@ def test_a_running_pipeline_cannot_be_resumed_twice(store_url: str) -> None:
 def test_a_bad_url_or_an_unreachable_server_is_one_line_without_the_password(
     url: str, code: int, message: str, command: list[str]
 ) -> None:
-    done = run_harness(*command, "--store", url)
+    done = run_cli(*command, "--store", url)
     assert done.returncode == code, done.stdout + done.stderr
     [line] = done.stderr.splitlines()
     assert message in line and masked(url) in line, line
@@ -459,7 +465,7 @@ def test_a_bad_url_or_an_unreachable_server_is_one_line_without_the_password(
 
 def test_a_database_the_server_does_not_have_is_exit_3(postgres: Cluster) -> None:
     url = postgres.url("no_such_database", PASSWORD)
-    done = run_harness("runs", "list", "--store", url)
+    done = run_cli("runs", "list", "--store", url)
     assert done.returncode == 3, done.stdout + done.stderr
     [line] = done.stderr.splitlines()
     assert 'database "no_such_database" does not exist' in line and PASSWORD not in line
@@ -492,7 +498,7 @@ def test_a_database_that_is_not_a_results_store_is_refused_untouched(
     with psycopg.connect(url, autocommit=True) as db:
         db.execute(existing)
     before = sorted(query(url, TABLES))
-    done = run_harness("runs", "list", "--store", url)
+    done = run_cli("runs", "list", "--store", url)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines() == [f"{url}: {expected}"]
     assert sorted(query(url, TABLES)) == before

@@ -1,7 +1,8 @@
 """Many processes on one results store, as a team uses it: concurrent run-evals beside a compare
 all succeed, the same pipeline started twice shares its run, `kill -9` at any point then
-`--resume` loses and duplicates nothing, a running pipeline cannot be resumed twice, an unusable
-store is one line and exit 2, a crashed node exit 3. Real processes, real SQLite."""
+`--resume` loses and plays again nothing, a running pipeline cannot be resumed twice, an unusable
+store is one line and exit 2, a crashed node exit 3. Real processes, real SQLite; the agents
+note their replies (tests/data/logged_agent.py), so that the episodes played are counted."""
 
 from __future__ import annotations
 
@@ -16,18 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import JUDGE, ROOT, run_harness
+from tests.conftest import JUDGE, ROOT, run_cli, run_harness
 
 TASKS = 4  # of tasks/support, per run (tests/data/shared-store.yaml)
 LONG = [pytest.mark.slow, pytest.mark.timeout(1800)]
 EVAL = ["run-eval", "tests/data/shared-store.yaml", "--no-traces", "--no-cache"]
 
 
-def start(*args: str | Path) -> subprocess.Popen[str]:
+def start(*args: str | Path, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "harness", *map(str, args)],
         cwd=ROOT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200", **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -39,11 +40,20 @@ def query(store: Path, sql: str) -> list[tuple]:
         return db.execute(sql).fetchall()
 
 
+def opened(calls: Path) -> dict[int, int]:
+    """Episodes each process opened, by process id, from the agents' notes."""
+    counts: dict[int, int] = {}
+    for line in calls.read_text().splitlines() if calls.exists() else []:
+        pid, opens = map(int, line.split())
+        counts[pid] = counts.get(pid, 0) + opens
+    return counts
+
+
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     """A store holding two graded runs (baseline and careful) for `compare` to read."""
     store = tmp_path_factory.mktemp("seed") / "seed.db"
-    done = run_harness(
+    done = run_cli(
         "run-eval",
         "dags/ab-compare.yaml",
         "--store",
@@ -66,16 +76,14 @@ def copy_store(source: Path, target: Path) -> None:
 
 
 def assert_whole(store: Path) -> None:
-    """Every run complete, every episode graded once per grading pass, nothing twice."""
+    """Every run complete, every episode graded in each of its run's grading passes."""
     for run_id, trials in query(store, "SELECT id, json_extract(config, '$.trials') FROM runs"):
         [(episodes,)] = query(store, f"SELECT COUNT(*) FROM episodes WHERE run_id = '{run_id}'")
         assert episodes == TASKS * trials, run_id
-    duplicated = query(
-        store,
-        "SELECT run_id, task_id, trial, grading FROM verdicts GROUP BY 1, 2, 3, 4"
-        " HAVING COUNT(*) > 1",
-    )
-    assert duplicated == []
+        for (graded,) in query(
+            store, f"SELECT COUNT(*) FROM verdicts WHERE run_id = '{run_id}' GROUP BY grading"
+        ):
+            assert graded == episodes, run_id
     ungraded = query(
         store,
         "SELECT e.run_id, e.task_id, e.trial FROM episodes e WHERE NOT EXISTS (SELECT 1 FROM"
@@ -93,11 +101,19 @@ def test_concurrent_runs_and_a_compare_on_one_store_all_succeed(
     source, run_a, run_b = seeded
     for repetition in range(repetitions):
         store = tmp_path / f"results-{repetition}.db"
+        calls = tmp_path / f"calls-{repetition}.log"
         copy_store(source, store)
         # Pairs of identical commands (the same pipeline content twice) and distinct ones.
         processes = [
             # One trial (the seeded runs have 2); a pair shares a node key, so a run.
-            start(*EVAL, "--store", store, "--set", f"simulate.concurrency={1 + n // 2}")
+            start(
+                *EVAL,
+                "--store",
+                store,
+                "--set",
+                f"simulate.concurrency={1 + n // 2}",
+                AGENT_CALLS_LOG=str(calls),
+            )
             for n in range(writers)
         ]
         # Beside them: a compare of the stored runs, and a re-grade or a gate in turns.
@@ -121,6 +137,8 @@ def test_concurrent_runs_and_a_compare_on_one_store_all_succeed(
         regraded = beside[0] == "grade"
         assert query(store, "SELECT COUNT(*) FROM runs") == [(2 + (writers + 1) // 2 + regraded,)]
         assert_whole(store)
+        # Each episode of the new runs was played once, by one of the processes that share it.
+        assert sum(opened(calls).values()) == (writers + 1) // 2 * TASKS
 
 
 def test_the_same_pipeline_cannot_be_resumed_while_it_runs(tmp_path: Path) -> None:
@@ -129,7 +147,7 @@ def test_the_same_pipeline_cannot_be_resumed_while_it_runs(tmp_path: Path) -> No
     try:
         started = first.stderr.readline()
         pipeline_id = started.split()[1]
-        second = run_harness("run-eval", "--resume", pipeline_id, "--store", store, "--no-traces")
+        second = run_cli("run-eval", "--resume", pipeline_id, "--store", store, "--no-traces")
         assert second.returncode == 2
         assert second.stderr.splitlines() == [
             f"{store}: pipeline {pipeline_id} is running in another process; wait for it to "
@@ -157,10 +175,12 @@ def test_kill_9_at_random_points_then_resume_loses_and_duplicates_nothing(
     tmp_path: Path, kills: int
 ) -> None:
     """Killed while simulating, while grading or while recording, resumed each time (and the
-    resumed process killed again): the end holds exactly every episode and one verdict each."""
+    resumed process killed again): the end holds exactly every episode and one verdict each,
+    and each resumed process played only episodes that were not stored when it started."""
     store, chance = tmp_path / "results.db", random.Random(kills)
+    calls = tmp_path / "calls.log"  # tests/data/slow_agent.py notes each reply there
     command = ["run-eval", "tests/data/resume.yaml", "--no-traces", "--no-cache"]
-    process = start(*command, "--store", store)
+    process = start(*command, "--store", store, AGENT_CALLS_LOG=str(calls))
     pipeline_id = process.stderr.readline().split()[1]
     points = [
         # (what must be stored before the kill, seconds after that)
@@ -172,11 +192,21 @@ def test_kill_9_at_random_points_then_resume_loses_and_duplicates_nothing(
         for _ in range(kills - 2)
     ]
     chance.shuffle(points)
+    missing = {}  # by process: episodes not stored when it started
     for ready, delay in points:
         kill_when(process, store, ready, delay)
-        process = start("run-eval", "--resume", pipeline_id, "--store", store, "--no-traces")
+        [(stored,)] = query(store, "SELECT COUNT(*) FROM episodes")
+        # the last process, never killed, need not be slow
+        fast = {"SLOW_AGENT_S": "0"} if len(missing) == len(points) - 1 else {}
+        resume = ["run-eval", "--resume", pipeline_id, "--store", store, "--no-traces"]
+        process = start(*resume, AGENT_CALLS_LOG=str(calls), **fast)
+        missing[process.pid] = 44 - stored
     out, err = process.communicate(timeout=300)
     assert process.returncode == 0, out[-2000:] + err
+    plays = opened(calls)
+    assert plays.get(process.pid, 0) == missing[process.pid], "the last one played what was missing"
+    for pid, count in missing.items():
+        assert plays.get(pid, 0) <= count, "a resumed process played a stored episode again"
     assert query(store, "SELECT COUNT(*) FROM runs") == [(1,)]
     assert query(store, "SELECT COUNT(*) FROM episodes") == [(44,)]
     assert query(store, "SELECT COUNT(*), COUNT(DISTINCT grading) FROM verdicts") == [(44, 1)]
@@ -200,7 +230,7 @@ def test_an_unusable_store_is_one_line_and_keeps_what_it_holds(tmp_path: Path, k
         ["runs", "list", "--store", store],
         ["gate", "--store", store, "--candidate", "x", "--baseline", "y"],
     ):
-        done = run_harness(*args)
+        done = run_cli(*args)
         assert done.returncode == 2, done.stdout + done.stderr
         [line] = done.stderr.splitlines()
         assert line.startswith(f"{store}: "), line

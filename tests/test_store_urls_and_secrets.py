@@ -1,5 +1,6 @@
 """`--store` names a file or a PostgreSQL database and nothing else, a store URL's password is
-never printed, and a key read through any `api_key_env` is masked whatever the variable's name."""
+never printed, and a key read through any `api_key_env` is masked whatever the variable's name
+(in every output of a real process: what its libraries log too)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from harness.secrets import DECLARED, declare_secret_env, redact
 from harness.store_location import BadStoreTarget, StoreLocation
 from harness.testing.fake_server import FakeServer
-from tests.conftest import ROOT, run_harness
+from tests.conftest import ROOT, run_cli, run_harness
 
 SECRET = "pw-SECRET-xyz"
 SCRIPTED = f"agent.model={{id: scripted, script: {ROOT / 'agents/scripts/support.yaml'}}}"
@@ -76,11 +77,11 @@ def test_a_refused_store_is_one_line_exit_2_and_nothing_created(
     tmp_path: Path, text: str, how: str
 ) -> None:
     if how == "option":
-        done = run_harness("runs", "list", "--store", text, cwd=tmp_path)
+        done = run_cli("runs", "list", "--store", text, cwd=tmp_path)
     elif how == "env":
-        done = run_harness("runs", "list", cwd=tmp_path, HARNESS_STORE=text)
+        done = run_cli("runs", "list", cwd=tmp_path, HARNESS_STORE=text)
     else:
-        done = run_harness(*tiny_eval(text), cwd=tmp_path)
+        done = run_cli(*tiny_eval(text), cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     [line] = done.stderr.splitlines()
     assert line.startswith("harness: --store: ") and "not a results store" in line
@@ -89,11 +90,11 @@ def test_a_refused_store_is_one_line_exit_2_and_nothing_created(
 
 
 def test_a_sqlite_url_store_works_end_to_end(tmp_path: Path) -> None:
-    done = run_harness(*tiny_eval(f"sqlite:///{tmp_path / 'r.db'}"), COLUMNS="300")
+    done = run_cli(*tiny_eval(f"sqlite:///{tmp_path / 'r.db'}"), COLUMNS="300")
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "r.db").is_file()
     assert f"stored in {tmp_path / 'r.db'}" in done.stdout
-    listed = run_harness("runs", "list", "--store", f"sqlite:///{tmp_path / 'r.db'}")
+    listed = run_cli("runs", "list", "--store", f"sqlite:///{tmp_path / 'r.db'}")
     assert listed.returncode == 0 and "support-baseline" in listed.stdout, listed.stderr
 
 
@@ -107,7 +108,7 @@ def test_a_sqlite_url_store_works_end_to_end(tmp_path: Path) -> None:
 )
 def test_a_bad_port_or_host_is_one_line_exit_2(url: str, message: str) -> None:
     pytest.importorskip("psycopg")
-    done = run_harness("runs", "list", "--store", url)
+    done = run_cli("runs", "list", "--store", url)
     assert done.returncode == 2, done.stdout + done.stderr
     [line] = done.stderr.splitlines()
     assert "not a PostgreSQL URL" in line and message in line, line

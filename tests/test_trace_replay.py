@@ -26,7 +26,7 @@ from harness.grading.checks import CheckContext, run_check
 from harness.specs.checks import Check
 from harness.testing.fake_server import FakeServer
 from harness.transcript import EndReason, EpisodeError, Message, Side, ToolCall, Transcript
-from tests.conftest import ROOT, run_harness
+from tests.conftest import ROOT, run_cli
 from tests.support_app import production_model
 
 APP = ROOT / "tests/support_app.py"
@@ -44,7 +44,7 @@ def task_files(folder: Path) -> dict[str, dict]:
 
 
 def to_tasks(*args: object, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    done = run_harness("traces", "to-tasks", *args, cwd=cwd)
+    done = run_cli("traces", "to-tasks", *args, cwd=cwd)
     assert "Traceback" not in done.stderr, done.stderr
     return done
 
@@ -63,7 +63,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         )
         assert served.returncode == 0, served.stderr
         assert model.snapshot()["requests"] == 18  # the app's model calls went to the server
-    exported = run_harness("traces", "export", "--store", store, "--out", export)
+    exported = run_cli("traces", "export", "--store", store, "--out", export)
     assert exported.returncode == 0, exported.stderr
     for source, out in ((store, folder / "from-store"), (export, folder / "from-jsonl")):
         source_args = ("--store", source) if source == store else ("--source", source)
@@ -167,7 +167,7 @@ def test_tasks_validate_and_replay_the_buggy_logic_fails_and_the_fix_passes(
     recorded, tmp_path: Path
 ) -> None:
     tasks = recorded["tasks"]
-    valid = run_harness("validate", tasks)
+    valid = run_cli("validate", tasks)
     assert valid.returncode == 0, valid.stderr
     assert valid.stdout.splitlines()[-1] == "5 valid, 0 invalid"
     judge = tmp_path / "judge.yaml"
@@ -176,7 +176,7 @@ def test_tasks_validate_and_replay_the_buggy_logic_fails_and_the_fix_passes(
     for name, function in (("app", "respond"), ("app-fixed", "respond_fixed")):
         agent = tmp_path / f"{name}.yaml"
         agent.write_text(f"kind: agent\nname: {name}\nrunner: python\nentry: {APP}:{function}\n")
-        done = run_harness(
+        done = run_cli(
             "run-eval",
             "--tasks",
             tasks,
@@ -457,7 +457,7 @@ def test_a_users_own_domain_is_seeded_through_its_hook(recorded, tmp_path: Path)
     assert {t["domain"] for t in tasks.values()} == {"../../shop.py:Shop"}
     mug = next(t for t in tasks.values() if "O-1003" in t["scenario"]["reason"])
     assert mug["start"]["state"]["orders"]["O-1003"]["total"] == 89.97
-    assert run_harness("validate", out).returncode == 0
+    assert run_cli("validate", out).returncode == 0
 
 
 def test_a_killed_recording_leaves_interrupted_calls(tmp_path: Path) -> None:
@@ -473,7 +473,7 @@ def test_a_killed_recording_leaves_interrupted_calls(tmp_path: Path) -> None:
         finally:
             os.kill(app.pid, signal.SIGKILL)
             app.wait(30)
-    listed = run_harness("traces", "list", "--store", store, COLUMNS="200")
+    listed = run_cli("traces", "list", "--store", store, COLUMNS="200")
     assert listed.returncode == 0, listed.stderr
     assert "│ interrupted │" in listed.stdout
     assert "1 interrupted: the process recording them ended before they did" in listed.stdout
@@ -565,7 +565,7 @@ def test_a_replay_task_names_only_its_recorded_tools(tmp_path: Path) -> None:
     }
     path = tmp_path / "task.yaml"
     path.write_text(yaml.safe_dump(task))
-    done = run_harness("validate", path)
+    done = run_cli("validate", path)
     assert done.returncode == 2
     assert "checks[0].tool: unknown tool 'cancel_order'; known: lookup_order" in done.stderr
 

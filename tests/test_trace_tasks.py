@@ -13,7 +13,7 @@ import yaml
 from harness.production.calls import CallRecord, Filters, Unreadable, read_jsonl
 from harness.production.reconstruct import conversations
 from harness.specs.load import load_task
-from tests.conftest import JUDGE, ROOT, run_harness
+from tests.conftest import JUDGE, ROOT, run_cli
 
 DESK = str(ROOT / "tasks/support/data/desk.json")
 
@@ -40,7 +40,7 @@ def task_files(folder: Path) -> dict[str, dict]:
 def test_traces_become_tasks_that_fail_production_and_pass_the_fix(workspace: Path) -> None:
     store = serve_production(workspace)
     out = workspace / "tasks/regression"
-    made = run_harness(
+    made = run_cli(
         "traces",
         "to-tasks",
         "--source",
@@ -89,12 +89,12 @@ def test_traces_become_tasks_that_fail_production_and_pass_the_fix(workspace: Pa
     for path in out.glob("*.yaml"):
         load_task(path)  # every file validates
 
-    again = run_harness("traces", "to-tasks", "--store", store, "--out", out, cwd=workspace)
+    again = run_cli("traces", "to-tasks", "--store", store, "--out", out, cwd=workspace)
     assert again.stdout.strip().endswith("0 made, 4 skipped, 0 unreadable")
     assert task_files(out) == tasks
 
     def evaluate(agent: str) -> dict[str, str]:
-        done = run_harness(
+        done = run_cli(
             "run-eval",
             "--tasks",
             "tasks/regression",
@@ -125,7 +125,7 @@ def test_traces_become_tasks_that_fail_production_and_pass_the_fix(workspace: Pa
 def test_jsonl_export_round_trip(workspace: Path) -> None:
     store = serve_production(workspace)
     exported = workspace / "calls.jsonl"
-    done = run_harness(
+    done = run_cli(
         "traces", "export", "--source", "local", "--store", store, "--out", exported, cwd=workspace
     )
     assert done.returncode == 0 and done.stdout.startswith("wrote ")
@@ -149,7 +149,7 @@ def test_jsonl_export_round_trip(workspace: Path) -> None:
         assert field in first
     from_store, from_file = workspace / "a", workspace / "b"
     for source, out in (("local", from_store), (str(exported), from_file)):
-        made = run_harness(
+        made = run_cli(
             "traces",
             "to-tasks",
             "--source",
@@ -237,7 +237,7 @@ def test_fifty_traces_of_one_failure_make_one_task(tmp_path: Path) -> None:
         tmp_path / "calls.jsonl",
         [c for n in range(50) for c in crash_session(n)] + [call("x", "x", "x", "other_op", {})],
     )
-    done = run_harness(
+    done = run_cli(
         "traces",
         "to-tasks",
         "--source",
@@ -268,7 +268,7 @@ def test_a_malformed_line_is_reported_and_skipped(tmp_path: Path) -> None:
     assert [r.id for r in records] == ["c1", "d1"]
     assert [p.where for p in problems] == [f"{source}:2", f"{source}:3"]
     assert "not a call" in str(problems[0]) and "op_name" in str(problems[1])
-    done = run_harness("traces", "to-tasks", "--source", source, "--out", tmp_path / "out")
+    done = run_cli("traces", "to-tasks", "--source", source, "--out", tmp_path / "out")
     assert done.returncode == 0
     assert done.stdout.strip().endswith("1 made, 0 skipped, 2 unreadable")
 
@@ -356,7 +356,7 @@ def test_autopatched_openai_and_anthropic_calls_are_reconstructed() -> None:
 
 def test_harness_episodes_read_back_as_conversations(tmp_path: Path) -> None:
     traces = tmp_path / "traces.db"
-    done = run_harness(
+    done = run_cli(
         "run-eval",
         "--tasks",
         "tasks/support/refund-by-email.yaml",
@@ -370,7 +370,7 @@ def test_harness_episodes_read_back_as_conversations(tmp_path: Path) -> None:
         JUDGE,
     )
     assert done.returncode == 0, done.stderr
-    made = run_harness(
+    made = run_cli(
         "traces",
         "to-tasks",
         "--store",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.testing.fake_server import FakeServer
-from tests.conftest import ROOT, run_harness
+from tests.conftest import ROOT, run_cli
 from tests.helpdesk_app import FEEDBACK, SESSIONS, production_model
 
 APP = ROOT / "tests/helpdesk_app.py"
@@ -37,7 +37,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def listed_roots(store: Path) -> dict[str, list[str]]:
     """`traces list`'s rows of app sessions by thread: id, op, thread, started, status,
     feedback."""
-    listed = run_harness("traces", "list", "--store", store, COLUMNS=WIDE)
+    listed = run_cli("traces", "list", "--store", store, COLUMNS=WIDE)
     assert listed.returncode == 0, listed.stderr
     rows = [
         [cell.strip() for cell in line.split("│")[1:-1]]
@@ -59,7 +59,7 @@ def test_list_counts_the_feedback_of_nested_calls(store: Path) -> None:
 
 def test_show_prints_a_session_with_its_feedback_and_failures(store: Path) -> None:
     root_id = listed_roots(store)["pw-bwong"][0]
-    shown = run_harness("traces", "show", root_id, "--store", store, COLUMNS=WIDE)
+    shown = run_cli("traces", "show", root_id, "--store", store, COLUMNS=WIDE)
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
     first, second = SESSIONS["pw-bwong"]
@@ -79,15 +79,15 @@ def test_show_prints_a_session_with_its_feedback_and_failures(store: Path) -> No
 
 def test_show_by_thread_id_is_the_same_session(store: Path) -> None:
     root_id = listed_roots(store)["pw-bwong"][0]
-    by_root = run_harness("traces", "show", root_id, "--store", store, COLUMNS=WIDE)
-    by_thread = run_harness("traces", "show", "pw-bwong", "--store", store, COLUMNS=WIDE)
+    by_root = run_cli("traces", "show", root_id, "--store", store, COLUMNS=WIDE)
+    by_thread = run_cli("traces", "show", "pw-bwong", "--store", store, COLUMNS=WIDE)
     assert by_thread.returncode == 0, by_thread.stderr
     assert by_thread.stdout == by_root.stdout
     assert by_thread.stdout.startswith("thread pw-bwong")
 
 
 def test_show_a_session_that_crashed_says_where(store: Path) -> None:
-    shown = run_harness("traces", "show", "printer-1", "--store", store, COLUMNS=WIDE)
+    shown = run_cli("traces", "show", "printer-1", "--store", store, COLUMNS=WIDE)
     assert shown.returncode == 0, shown.stderr
     assert f"user: {SESSIONS['printer-1'][0]}" in shown.stdout
     assert "feedback: none" in shown.stdout
@@ -97,7 +97,7 @@ def test_show_a_session_that_crashed_says_where(store: Path) -> None:
 
 def test_show_an_unknown_id_is_one_line_and_exit_2(store: Path) -> None:
     for unknown in ("no-such-session", "zzzzzzzz"):
-        shown = run_harness("traces", "show", unknown, "--store", store)
+        shown = run_cli("traces", "show", unknown, "--store", store)
         assert shown.returncode == 2
         assert shown.stderr.strip().count("\n") == 0, shown.stderr
         assert f"no single finished episode or app session with id {unknown!r}" in shown.stderr

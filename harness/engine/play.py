@@ -7,6 +7,8 @@ none twice. Where they are played is the executor's business (this process, or R
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,10 +49,34 @@ async def play_run(
     key is resumed; otherwise a new run is started. `label` names the progress line."""
     store, variant_hash = engine.store, variant.content_hash()
     pipeline = engine.pipeline_id or None
-    if fresh or not key:
-        run_id = store.new_run(variant.name, variant_hash, config, key or None, pipeline)
-    else:
-        run_id = store.claim_run(variant.name, variant_hash, config, key, pipeline).id
+    async with contextlib.AsyncExitStack() as held:
+        if fresh or not key:
+            run_id = store.new_run(variant.name, variant_hash, config, key or None, pipeline)
+        else:
+            # Another process playing this key (an identical pipeline started meanwhile) holds
+            # the run: wait for it, then play only what it left missing.
+            lock = store.run_lock(key)
+            await asyncio.to_thread(lock.__enter__)
+            held.push(lock.__exit__)
+            run_id = store.claim_run(variant.name, variant_hash, config, key, pipeline).id
+        return await _play(
+            engine, run_id, cases, variant, config, trials, first_trial, concurrency, label
+        )
+
+
+async def _play(
+    engine: Engine,
+    run_id: str,
+    cases: list[TaskCase],
+    variant: AgentVariant,
+    config: dict[str, Any],
+    trials: int,
+    first_trial: int,
+    concurrency: int,
+    label: str,
+) -> PlayedRun:
+    """Play the episodes of a claimed run that are not stored yet, and finish it."""
+    store, variant_hash = engine.store, variant.content_hash()
     store.add_run_tasks(run_id, cases, config.get("suite") or {})  # readers need no task file
     done = store.episode_keys(run_id)
     todo = [

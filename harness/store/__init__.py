@@ -84,6 +84,11 @@ class Store(ClimbRecords):
         (bad input: a `--resume` of a pipeline still running)."""
         return self.db.pipeline_lock(pipeline_id)
 
+    def run_lock(self, key: str) -> AbstractContextManager[None]:
+        """Held while this process plays the run of a key; another process playing the same
+        key waits for it, then plays only the episodes still missing (none twice)."""
+        return self.db.work_lock(f"run {key}")
+
     # ------------------------------------------------------------ pipelines
 
     def new_pipeline(self, name: str, config: dict[str, Any], pipeline_id: str = "") -> str:

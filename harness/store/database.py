@@ -17,7 +17,7 @@ from typing import Any, Protocol, TypeVar
 
 from harness.specs.located import Location, SpecError
 from harness.sqlite import StoreBusy, connect, write
-from harness.store.lock import pipeline_lock
+from harness.store.lock import pipeline_lock, work_lock
 from harness.store.schema import SCHEMA_VERSION, TABLES, upgrade
 from harness.store_location import StoreLocation
 
@@ -60,6 +60,11 @@ class Database(Protocol):
         released when this one ends however it ends."""
         ...
 
+    def work_lock(self, name: str) -> AbstractContextManager[None]:
+        """Held while this process does a piece of work (plays a run); another process asking
+        for it waits; released when this one ends however it ends."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -93,6 +98,9 @@ class SqliteDatabase:
 
     def pipeline_lock(self, pipeline_id: str) -> AbstractContextManager[None]:
         return pipeline_lock(self.path, pipeline_id)
+
+    def work_lock(self, name: str) -> AbstractContextManager[None]:
+        return work_lock(self.path, name)
 
     def close(self) -> None:
         self.connection.close()

@@ -1,6 +1,9 @@
-"""One process per pipeline execution: a lock held while it runs and released by the kernel
-when the process ends, `kill -9` included. A `--resume` of a pipeline that is still running is
-refused; of one whose process died, it goes ahead."""
+"""Locks held by a process and released by the kernel when it ends, `kill -9` included.
+
+One process per pipeline execution: a `--resume` of a pipeline that is still running is
+refused; of one whose process died, it goes ahead. One process plays a run at a time: another
+process that claims the same run (an identical pipeline started at the same time) waits, then
+finds the episodes stored and plays only what is missing, so no episode is played twice."""
 
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ def pipeline_lock(store: Path, pipeline_id: str) -> Iterator[None]:
     except OSError as exc:
         message = f"cannot open the lock file {path}: {exc.strerror}"
         raise SpecError.at(Location(str(store)), "", message) from None
-    offset = int.from_bytes(hashlib.sha256(pipeline_id.encode()).digest()[:6], "big")
+    offset = _offset(pipeline_id)
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
     except OSError:
@@ -47,3 +50,25 @@ def pipeline_lock(store: Path, pipeline_id: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+@contextmanager
+def work_lock(store: Path, name: str) -> Iterator[None]:
+    """Hold the lock of a piece of work (`name`) for the block, waiting while another process
+    holds it."""
+    path = lock_file(store)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        message = f"cannot open the lock file {path}: {exc.strerror}"
+        raise SpecError.at(Location(str(store)), "", message) from None
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX, 1, _offset(f"work {name}"))
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _offset(name: str) -> int:
+    """The byte of the lock file that stands for a name."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:6], "big")

@@ -150,6 +150,15 @@ class PostgresDatabase:
         finally:
             holder.close()  # releases the lock
 
+    @contextmanager
+    def work_lock(self, name: str) -> Iterator[None]:
+        holder = connect(self.location)  # a session of its own, held until it closes
+        try:
+            holder.execute("SELECT pg_advisory_lock(%s)", (lock_key(f"work {name}"),))
+            yield
+        finally:
+            holder.close()  # releases the lock
+
     def close(self) -> None:
         self.connection.close()
 
