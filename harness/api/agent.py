@@ -9,9 +9,8 @@ from pathlib import Path
 
 from harness.sim.agent import check_agent
 from harness.specs.agent import AgentVariant
-from harness.specs.load import Loaded
+from harness.specs.load import Loaded, variant_lineage
 from harness.specs.load import load_agent as load_agent_file
-from harness.specs.located import read_yaml
 from harness.specs.overrides import Override
 
 
@@ -46,20 +45,6 @@ class Agent:
             f"<b>agent {self.name}</b> hash <code>{self.content_hash[:16]}</code>, "
             f"model <code>{model}</code>, {len(self.variant.tools)} tools"
         )
-
-
-def variant_lineage(agent: Path, name: str) -> list[str]:
-    """The variant's name and the names of the variant files it extends, nearest first: the
-    gate takes a candidate of its baseline's lineage."""
-    names, path, seen = [name], agent.resolve(), set()
-    while path is not None and path not in seen and path.is_file():
-        seen.add(path)
-        data = read_yaml(path)[0] or {}  # read once per command: loading the agent read it
-        if isinstance(data.get("name"), str) and data["name"] not in names:
-            names.append(data["name"])
-        parent = data.get("extends")
-        path = (path.parent / parent).resolve() if isinstance(parent, str) else None
-    return names
 
 
 def load_agent(path: str | Path, set: Sequence[str] = ()) -> Agent:

@@ -12,7 +12,15 @@ from pydantic import BaseModel
 from harness.specs.agent import AgentVariant
 from harness.specs.climb import Climb
 from harness.specs.kinds import KINDS, expect_kind, kind_of, read_mapping
-from harness.specs.located import Location, PathKey, Problem, display, format_path, nearest
+from harness.specs.located import (
+    Location,
+    PathKey,
+    Problem,
+    display,
+    format_path,
+    nearest,
+    read_yaml,
+)
 from harness.specs.overrides import Override, apply_overrides
 from harness.specs.persona import Persona
 from harness.specs.references import read_extends, read_json, resolve_file
@@ -120,3 +128,17 @@ def load_persona(path: Path, overrides: list[Override] | None = None) -> Loaded[
     data = apply_overrides(data, overrides or [], positions)
     resolve_file(path, data, ("model", "script"), positions)
     return Loaded(validate(Persona, data, positions, path), path, positions)
+
+
+def variant_lineage(agent: Path, name: str) -> list[str]:
+    """The variant's name and the names of the variant files it extends, nearest first: the
+    gate takes a candidate of its baseline's lineage."""
+    names, path, seen = [name], agent.resolve(), set()
+    while path is not None and path not in seen and path.is_file():
+        seen.add(path)
+        data = read_yaml(path)[0] or {}  # read once per command: loading the agent read it
+        if isinstance(data.get("name"), str) and data["name"] not in names:
+            names.append(data["name"])
+        parent = data.get("extends")
+        path = (path.parent / parent).resolve() if isinstance(parent, str) else None
+    return names

@@ -11,7 +11,6 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from harness.api.agent import variant_lineage
 from harness.defaults import MAX_CONCURRENCY, MAX_TRIALS
 from harness.engine.executors import check_executor
 from harness.engine.play import play_run
@@ -21,7 +20,7 @@ from harness.sim.agent import check_agent
 from harness.sim.suite import check_variant
 from harness.specs.agent import AgentVariant
 from harness.specs.base import Spec
-from harness.specs.load import Loaded, load_agent
+from harness.specs.load import Loaded, load_agent, variant_lineage
 from harness.specs.overrides import Override
 
 
