@@ -2,10 +2,12 @@
 
 The code is untrusted: it must not read the harness's secrets (its environment, its files), write
 outside a directory of its own, start processes, use the network or run past its limits, and
-nothing it prints may pass for its result. Every backend runs the same child program
-(`_sandbox_child.py`: resource limits, an audit hook that ends the checker at the first refused
-operation, the call, the result on a channel of its own), inside the strongest boundary this
-machine has, named in every result:
+nothing it prints may pass for its result. Every backend runs the same program
+(`_sandbox_child.py`: a trusted supervisor that alone talks to the harness, and the checker in a
+process of its own with its rlimits and an audit hook that ends it at the first refused
+operation; a value counts only when the function returned and left nothing running), inside the
+strongest boundary this machine has, each check in a cgroup of its own where one can be made
+(`sandbox_cgroup`), named in every result:
 
 - `docker`, when an engine answers (`sandbox_docker`);
 - `bwrap`, bubblewrap namespaces, when it is installed and allowed (`sandbox_local`);
