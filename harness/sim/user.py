@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from harness.domains import Environment
 from harness.models import ChatModel, CompletionParams, ModelRuntime
 from harness.models.scripted import ScriptedModel
+from harness.sim.user_behaviour import BehaviourPlayer, behaviour_instructions
 from harness.specs.persona import Persona
 from harness.specs.script import Script
 from harness.specs.task import Scenario
@@ -77,7 +78,11 @@ def user_system_prompt(
     traits = ", ".join(persona.traits) or "none in particular"
     transfer = stop_signals[1] if len(stop_signals) > 1 else stop_signals[0]
     setting = f"\nThe setting: {domain.description}\n" if domain and domain.description else ""
-    return f"""You are playing a user talking to an agent. Stay in character: you are the user, \
+    behaviour = persona.behaviour
+    sharing = "may share when asked (do not volunteer all at once)"
+    if behaviour is not None:
+        sharing = "may share as 'How you behave' below says"
+    prompt = f"""You are playing a user talking to an agent. Stay in character: you are the user, \
 never the agent. Write only the user's next message.
 {setting}
 Who you are: {persona.description or persona.name}
@@ -87,7 +92,7 @@ How you write: {persona.style or "naturally"}
 Why you are contacting the agent: {scenario.reason}
 {scenario.instructions}
 
-Facts you know and may share when asked (do not volunteer all at once):
+Facts you know and {sharing}:
 {known}
 
 Things you do not know; never invent them:
@@ -95,7 +100,18 @@ Things you do not know; never invent them:
 
 When your goal is reached, or you give up, end your message with {stop_signals[0]}.
 If you are transferred to a human, reply with {transfer}.
-If you run out of patience after {persona.patience} replies, give up."""
+If you run out of patience after {patience(persona)} replies, give up."""
+    if behaviour is None:
+        return prompt
+    rendered = behaviour_instructions(behaviour, scenario, stop_signals[0], patience(persona))
+    return f"{prompt}\n\n{rendered}"
+
+
+def patience(persona: Persona) -> int:
+    """How many turns the user waits before giving up: the behaviour's, when it gives one."""
+    if persona.behaviour is not None and persona.behaviour.patience is not None:
+        return persona.behaviour.patience
+    return persona.patience
 
 
 def out_of_character(text: str, agent_said: str) -> str | None:
@@ -128,7 +144,9 @@ class UserSimulator:
         self.params = CompletionParams(temperature=persona.temperature, seed=seed, trial=trial)
         self.replies = 0
         self.model: ChatModel
-        if persona.model.id == "scripted":
+        if persona.model.id == "scripted" and persona.behaviour is not None:
+            self.model = BehaviourPlayer(persona, scenario, stop_signals[0], seed, trial)
+        elif persona.model.id == "scripted":
             script = Script(kind="script", rules=persona.scripted_turns)
             variables = {"known": scenario.known_info}
             self.model = ScriptedModel(script, variables, name=f"persona:{persona.name}")
@@ -137,7 +155,7 @@ class UserSimulator:
 
     async def reply(self, messages: list[Message], agent_turns: int) -> UserTurn:
         """The user's next message. After `patience` agent turns the user gives up."""
-        if agent_turns >= self.persona.patience:
+        if agent_turns >= patience(self.persona):
             return UserTurn(f"{GIVE_UP} {self.stop_signals[0]}", gave_up=True)
         visible = visible_to_user(messages)
         agent_said = visible[-1].content if visible and visible[-1].role == "user" else ""

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
+    StringConstraints,
     ValidationInfo,
     field_validator,
     model_serializer,
+    model_validator,
 )
 
 from harness.specs.agent import ModelRef
@@ -108,6 +110,94 @@ class PersonaRule(Rule):
     )
 
 
+REACTIONS = ("pushback_rate", "rephrase_rate", "pivot_rate", "abandon_rate")
+
+
+class Behaviour(Spec):
+    """How a user behaves, as measured values (shares and counts, never adjectives): the
+    rule-based simulator executes them and LLM simulators get them as calibrated instructions.
+    The facts a user holds are the task scenario's `known_info`."""
+
+    disclosure_first: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="Share of the facts the user holds (the scenario's `known_info`) that the "
+        "first message gives: 1 front-loads everything, 0.25 gives 1 of 4; the rest are given "
+        "one per agent question (the one the question names, else the next).",
+    )
+    clarify_rate: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Share of the user's later turns, other than reactions to an agent error, "
+        "that ask back (what the agent means, why it needs something) instead of answering; "
+        "the fact asked for then comes with the next question.",
+    )
+    pushback_rate: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="After an agent error or refusal: share of reactions that push back "
+        "(insist the agent does it).",
+    )
+    rephrase_rate: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="After an agent error or refusal: share of reactions that restate the "
+        "request in other words.",
+    )
+    pivot_rate: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="After an agent error or refusal: share of reactions that drop the request "
+        "and ask for something else.",
+    )
+    abandon_rate: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="After an agent error or refusal: share of reactions that leave the "
+        "conversation unsatisfied. The four reaction rates sum to at most 1; the rest accept "
+        "the answer and end the conversation.",
+    )
+    patience: int | None = Field(
+        default=None,
+        ge=1,
+        description="User turns before giving up (the user writes this many messages, then "
+        "gives up instead of writing another); when set, overrides the persona's `patience`.",
+    )
+    words_per_turn: float | None = Field(
+        default=None,
+        gt=0,
+        description="Typical length of a user message, in words (an LLM simulator is told it; "
+        "the scripted simulator's messages are fixed phrases).",
+    )
+    examples: list[Annotated[str, StringConstraints(max_length=500)]] = Field(
+        default_factory=list,
+        max_length=10,
+        description="A few real user messages of this profile (each at most 500 characters): "
+        "LLM simulators get up to 3 of them verbatim as style samples.",
+    )
+
+    @model_validator(mode="after")
+    def _reactions_sum_to_at_most_one(self) -> Behaviour:
+        total = sum(getattr(self, name) for name in REACTIONS)
+        if total > 1 + 1e-9:
+            raise ValueError(
+                f"pushback_rate + rephrase_rate + pivot_rate + abandon_rate is {total:.3g}; "
+                "they share the reactions to an agent error and must sum to at most 1"
+            )
+        return self
+
+    @property
+    def accept_rate(self) -> float:
+        """Share of reactions to an agent error that accept it and end the conversation."""
+        return max(0.0, 1.0 - sum(getattr(self, name) for name in REACTIONS))
+
+
 class Persona(Spec):
     """A simulated user persona, played by an LLM or, for exact tests, by scripted turns."""
 
@@ -124,6 +214,13 @@ class Persona(Spec):
         "`--set persona.model=...`).",
     )
     temperature: float = Field(default=0.7, ge=0, le=2, description="Sampling temperature.")
+    behaviour: Behaviour | None = Field(
+        default=None,
+        description="Measured behaviour (information disclosure, reactions to agent errors, "
+        "patience, message length, example messages): the scripted simulator executes it and "
+        "an LLM simulator gets it as concrete instructions. Optional: without it the persona "
+        "plays as before.",
+    )
     scripted_turns: list[PersonaRule] = Field(
         default_factory=list,
         description="Deterministic replies: the first rule whose conditions hold (on what the "
@@ -138,9 +235,20 @@ class Persona(Spec):
         cls, turns: list[PersonaRule], info: ValidationInfo
     ) -> list[PersonaRule]:
         model = info.data.get("model")
-        if model is not None and model.id == "scripted" and not turns:
+        # an invalid `behaviour` is missing from `info.data`: its own error says enough
+        behaves = info.data.get("behaviour", True) is not None
+        if model is not None and model.id == "scripted" and not turns and not behaves:
             raise ValueError("model 'scripted' needs scripted_turns")
         return turns
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave `behaviour` out of a dump while unset: the content hash of a task (which the
+        gate compares with its baseline's) stays what it was before the field existed."""
+        data: dict[str, Any] = handler(self)
+        if data.get("behaviour") is None:
+            data.pop("behaviour", None)
+        return data
 
 
 def persona_warnings(

@@ -27,7 +27,9 @@ class Scenario(Spec):
     reason: str = Field(description="Why the user contacts the agent.")
     instructions: str = Field(default="", description="How the user should pursue the goal.")
     known_info: dict[str, str] = Field(
-        default_factory=dict, description="Facts the user knows and may reveal when asked."
+        default_factory=dict,
+        description="Facts the user knows and may reveal when asked, in the order given; a "
+        "persona's `behaviour` says how many the first message gives.",
     )
     unknown_info: list[str] = Field(
         default_factory=list, description="Things the user does not know and must not invent."
