@@ -25,6 +25,8 @@ from harness.cli import (  # noqa: E402
     gate,
     grade,
     init,
+    judge,
+    personas,
     report,
     run_eval,
     runs,
@@ -97,6 +99,8 @@ app.add_typer(runs.runs_app, name="runs")
 app.add_typer(gate.baseline_app, name="baseline")
 app.add_typer(tasks.tasks_app, name="tasks")
 app.add_typer(domains.domains_app, name="domains")
+app.add_typer(personas.personas_app, name="personas")
+app.add_typer(judge.judge_app, name="judge")
 app.command()(init.init)
 app.command()(climb.climb)
 app.command()(report.report)

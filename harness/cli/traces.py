@@ -156,6 +156,52 @@ SourceOpt = Annotated[
 ]
 
 
+StatusOpt = Annotated[str, typer.Option(help="error, success or any.")]
+NegativeOpt = Annotated[
+    bool, typer.Option("--negative", help="Only conversations with negative feedback.")
+]
+OpOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="Only conversations with a call of this op: a bare name (issue_refund), a dotted "
+        "one (Backend.issue_refund, tool.issue_refund) or a full weave:/// ref (repeatable)."
+    ),
+]
+ThreadOpt = Annotated[list[str] | None, typer.Option(help="Only these thread ids.")]
+SinceOpt = Annotated[
+    str | None,
+    typer.Option(help="Conversations started at or after: ISO (2026-11-30) or an age (7d)."),
+]
+UntilOpt = Annotated[
+    str | None,
+    typer.Option(help="Conversations started before: ISO (2026-12-01T12:00) or an age (24h)."),
+]
+
+
+def session_filters(
+    status: str,
+    negative: bool,
+    op: list[str] | None,
+    thread: list[str] | None,
+    since: str | None,
+    until: str | None,
+) -> Any:
+    """The `Filters` of the session options (`--status`, `--negative`, `--op`, `--thread`,
+    `--since`, `--until`); a `SpecError` names a bad one."""
+    from harness.production.calls import Filters, parse_when
+    from harness.specs.located import Location, SpecError
+
+    if status not in ("error", "success", "any"):
+        raise SpecError.at(Location(f"--status {status}"), "", "expected error, success or any")
+    bounds = {}
+    for name, text in (("since", since), ("until", until)):
+        try:
+            bounds[name] = parse_when(text) if text is not None else None
+        except ValueError as exc:
+            raise SpecError.at(Location(f"--{name} {text}"), "", str(exc)) from None
+    return Filters(thread or [], ops=op or [], status=status, negative=negative, **bounds)
+
+
 def open_source(source: str, store: Path, filters: Any, problems: list[Any]) -> Any:
     """(calls iterator, closer) for a trace source."""
     from harness.production.calls import read_client, read_jsonl
@@ -231,26 +277,12 @@ def traces_to_tasks(
         str | None,
         typer.Option(help="Have this model write the judge criteria of failures (else templates)."),
     ] = None,
-    status: Annotated[str, typer.Option(help="error, success or any.")] = "any",
-    negative: Annotated[
-        bool, typer.Option("--negative", help="Only conversations with negative feedback.")
-    ] = False,
-    op: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Only conversations with a call of this op: a bare name (issue_refund), a dotted "
-            "one (Backend.issue_refund, tool.issue_refund) or a full weave:/// ref (repeatable)."
-        ),
-    ] = None,
-    thread: Annotated[list[str] | None, typer.Option(help="Only these thread ids.")] = None,
-    since: Annotated[
-        str | None,
-        typer.Option(help="Conversations started at or after: ISO (2026-11-30) or an age (7d)."),
-    ] = None,
-    until: Annotated[
-        str | None,
-        typer.Option(help="Conversations started before: ISO (2026-12-01T12:00) or an age (24h)."),
-    ] = None,
+    status: StatusOpt = "any",
+    negative: NegativeOpt = False,
+    op: OpOpt = None,
+    thread: ThreadOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
     judge: Annotated[
         str,
         typer.Option(
@@ -270,28 +302,19 @@ def traces_to_tasks(
     """Turn production traces into regression tasks (one per cluster of near-duplicates)."""
     from harness.domains import UnknownDomain
     from harness.outcomes import ErrorValues
-    from harness.production.calls import Filters, parse_when
     from harness.production.convert import TaskOptions
     from harness.production.to_tasks import domain_for_tasks, to_tasks
     from harness.specs.located import Location, SpecError
 
     problems: list[Any] = []
     with user_errors():
-        if status not in ("error", "success", "any"):
-            raise SpecError.at(Location(f"--status {status}"), "", "expected error, success or any")
+        filters = session_filters(status, negative, op, thread, since, until)
         if judge not in ("soft", "hard"):
             raise SpecError.at(Location(f"--judge {judge}"), "", "expected soft or hard")
-        bounds = {}
-        for name, text in (("since", since), ("until", until)):
-            try:
-                bounds[name] = parse_when(text) if text is not None else None
-            except ValueError as exc:
-                raise SpecError.at(Location(f"--{name} {text}"), "", str(exc)) from None
         try:
             reference, domain_class = domain_for_tasks(domain, out, Path.cwd())
         except UnknownDomain as exc:
             raise SpecError.at(Location(f"--domain {domain}"), "", str(exc)) from None
-        filters = Filters(thread or [], ops=op or [], status=status, negative=negative, **bounds)
         writer = parse_model_option("--criteria-model", criteria_model) if criteria_model else None
         calls, close = open_source(source, store, filters, problems)
     options = TaskOptions(

@@ -1,0 +1,105 @@
+"""`harness judge calibrate`: the judge's agreement with the human feedback on production
+sessions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from harness import defaults
+from harness.cli import traces as session_options  # the session options of `traces to-tasks`
+from harness.cli._common import fail, parse_model_option, user_errors
+
+judge_app = typer.Typer(help="The judge of llm_judge checks, measured.", no_args_is_help=True)
+
+
+def _judge_checks(paths: list[Path]) -> list[tuple[Any, Any]]:
+    """(task, check) for every `llm_judge` check of the task files; a `SpecError` for a bad one."""
+    from harness.grading.checks.llm_judge import LLMJudgeCheck
+    from harness.specs.load import load_task
+    from harness.specs.located import Location, SpecError
+
+    found = []
+    for path in paths:
+        if not path.is_file():
+            raise SpecError.at(Location(f"--check {path}"), "", "expected a task file")
+        task = load_task(path).spec
+        judged = [(task, c) for c in task.checks if isinstance(c, LLMJudgeCheck)]
+        if not judged:
+            raise SpecError.at(Location(str(path)), "checks", "no llm_judge check to calibrate")
+        found += judged
+    return found
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+@judge_app.command("calibrate")
+def judge_calibrate(
+    check: Annotated[
+        list[Path],
+        typer.Option(help="A task file whose llm_judge checks grade the sessions (repeatable)."),
+    ],
+    judge_model: Annotated[
+        str | None,
+        typer.Option(help="The judge of checks that name no model: an id or a YAML mapping."),
+    ] = None,
+    source: session_options.SourceOpt = "local",
+    store: session_options.TraceStoreOpt = defaults.TRACE_STORE,
+    status: session_options.StatusOpt = "any",
+    negative: session_options.NegativeOpt = False,
+    op: session_options.OpOpt = None,
+    thread: session_options.ThreadOpt = None,
+    since: session_options.SinceOpt = None,
+    until: session_options.UntilOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """Grade the production sessions that carry human feedback (good: a 👍 or a positive label;
+    bad: a 👎, a note or a negative label) with llm_judge checks, and report the agreement:
+    the confusion table, accuracy with its 95% interval, Cohen's kappa, and the judge's bias
+    (the share of the sessions it passed that people marked bad)."""
+    from harness.production.calibrate import calibrate
+    from harness.specs.agent import ModelRef
+
+    problems: list[Any] = []
+    with user_errors():
+        filters = session_options.session_filters(status, negative, op, thread, since, until)
+        checks = _judge_checks(check)
+        model = (
+            ModelRef.model_validate(parse_model_option("--judge-model", judge_model))
+            if judge_model
+            else None
+        )
+        calls, close = session_options.open_source(source, store, filters, problems)
+    try:
+        found = calibrate(calls, filters, checks, model)
+    finally:
+        close()
+    found.unreadable = problems + found.unreadable
+    if not found.judged and not found.errors:
+        fail(f"harness: no session with human feedback in {source} ({found.unlabelled} without)")
+    if as_json:
+        typer.echo(json.dumps(found.as_json(), indent=2, ensure_ascii=False))
+        return
+    t = found.table
+    typer.echo(f"{'':12}{'human good':>12}{'human bad':>12}")
+    typer.echo(f"{'judge pass':12}{t['pass_good']:>12}{t['pass_bad']:>12}")
+    typer.echo(f"{'judge fail':12}{t['fail_good']:>12}{t['fail_bad']:>12}")
+    low, high = found.interval
+    kappa = "-" if found.kappa is None else f"{found.kappa:.2f}"
+    typer.echo(
+        f"accuracy {_percent(found.accuracy)} (95% {low:.0%}-{high:.0%}, n={found.judged})  "
+        f"kappa {kappa}  bias {_percent(found.bias)} of judge passes were marked bad"
+    )
+    for key, why in found.errors:
+        typer.echo(f"error {key}: {why}", err=True)
+    for problem in found.unreadable:
+        typer.echo(f"unreadable {problem}", err=True)
+    typer.echo(
+        f"{found.judged} judged, {len(found.errors)} judge error(s) left out, "
+        f"{found.unlabelled} without human feedback"
+    )
