@@ -29,12 +29,7 @@ def pipeline_lock(store: Path, pipeline_id: str) -> Iterator[None]:
     One byte of `lock_file(store)` per pipeline (at an offset hashed from its id), locked with
     POSIX record locks: no file per pipeline to clean up, and nothing left behind by a crash.
     """
-    path = lock_file(store)
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        message = f"cannot open the lock file {path}: {exc.strerror}"
-        raise SpecError.at(Location(str(store)), "", message) from None
+    fd = _open(store)
     offset = _offset(pipeline_id)
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
@@ -56,17 +51,22 @@ def pipeline_lock(store: Path, pipeline_id: str) -> Iterator[None]:
 def work_lock(store: Path, name: str) -> Iterator[None]:
     """Hold the lock of a piece of work (`name`) for the block, waiting while another process
     holds it."""
-    path = lock_file(store)
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        message = f"cannot open the lock file {path}: {exc.strerror}"
-        raise SpecError.at(Location(str(store)), "", message) from None
+    fd = _open(store)
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX, 1, _offset(f"work {name}"))
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def _open(store: Path) -> int:
+    """A descriptor of the store's lock file, created when missing."""
+    path = lock_file(store)
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        message = f"cannot open the lock file {path}: {exc.strerror}"
+        raise SpecError.at(Location(str(store)), "", message) from None
 
 
 def _offset(name: str) -> int:
