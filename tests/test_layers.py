@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
     {"models", "domains", "testing"},
     {"sim", "grading", "production", "traces", "sdk"},  # traces: production's deprecated name
     {"store"},
-    {"engine", "compare", "gate", "report"},
+    {"engine", "compare", "gate", "report", "fidelity"},
     {"api"},
     {"pipeline", "climb", "scaffold", "view"},
     {"cli", "__main__"},

@@ -23,6 +23,7 @@ import pytest
 
 from harness.grading.result import CheckResult, Verdict
 from harness.store import EvaluationInfo, Store
+from harness.store.schema import SCHEMA_VERSION
 from harness.transcript import EndReason, Message, Transcript, Usage
 from tests.conftest import JUDGE, ROOT, SCRIPTED, run_cli, run_harness
 from tests.postgres import Cluster, cluster, server_bin
@@ -483,7 +484,8 @@ TABLES = "SELECT table_name FROM information_schema.tables WHERE table_schema = 
         ),
         (
             "CREATE TABLE harness_schema (version INTEGER); INSERT INTO harness_schema VALUES (99)",
-            "results store of a newer harness (version 99, this one reads 5); move it aside or "
+            f"results store of a newer harness (version 99, this one reads {SCHEMA_VERSION}); "
+            "move it aside or "
             "pass another --store",
         ),
     ],

@@ -19,6 +19,7 @@ import yaml
 from harness.report.html import ReportPage, build_report
 from harness.sim.suite import load_suite
 from harness.store import Store
+from harness.store.schema import SCHEMA_VERSION
 from tests.conftest import JUDGE, ROOT, SCRIPTED, run_harness, scripted_eval
 from tests.postgres import serving
 
@@ -172,7 +173,7 @@ def test_an_old_store_gates_from_its_task_files_and_only_there(
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["gates"][0]["tag_floors"]
     with sqlite3.connect(old) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (5,)
+        assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert db.execute("SELECT COUNT(*) FROM tasks").fetchone() == (0,)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -22,6 +22,7 @@ from harness.cli import (  # noqa: E402
     domains,
     export,
     fake_server,
+    fidelity,
     gate,
     grade,
     init,
@@ -104,6 +105,7 @@ app.add_typer(judge.judge_app, name="judge")
 app.command()(init.init)
 app.command()(climb.climb)
 app.command()(report.report)
+app.command()(fidelity.fidelity)
 app.command()(view.view)
 
 

@@ -54,7 +54,7 @@ def tasks_list(
             str(task.level),
             ", ".join(task.tags),
             case.domain.domain or case.domain.__name__,
-            case.persona.name,
+            ", ".join(p.name for p in case.personas),
             str(len(task.checks)),
         )
     make_console().print(table)

@@ -202,31 +202,13 @@ def session_filters(
     return Filters(thread or [], ops=op or [], status=status, negative=negative, **bounds)
 
 
-def open_source(source: str, store: Path, filters: Any, problems: list[Any]) -> Any:
-    """(calls iterator, closer) for a trace source."""
-    from harness.production.calls import read_client, read_jsonl
-    from harness.specs.located import Location, SpecError
-    from harness.tracing import Tracer, open_local_client, open_tracer
+def open_source(
+    source: str, store: Path, filters: Any, problems: list[Any], option: str = "--source"
+) -> Any:
+    """(calls iterator, closer) for a trace source (`production.sources.open_calls`)."""
+    from harness.production.sources import open_calls
 
-    if source == "local":
-        if not store.is_file():
-            raise SpecError.at(Location(str(store)), "", "no local trace store")
-        tracer = Tracer(open_local_client(store))
-        return read_client(tracer.client, filters), tracer.close
-    if source.startswith("weave:"):
-        try:
-            tracer = open_tracer(source.removeprefix("weave:"))
-        except RuntimeError as exc:
-            raise SpecError.at(Location(f"--source {source}"), "", str(exc)) from None
-        return read_client(tracer.client, filters), tracer.close
-    path = Path(source)
-    if not path.is_file():
-        raise SpecError.at(
-            Location(f"--source {source}"),
-            "",
-            "expected local, weave:ENTITY/PROJECT or an existing .jsonl file",
-        )
-    return read_jsonl(path, filters, problems), lambda: None
+    return open_calls(source, store, filters, problems, option)
 
 
 @traces_app.command("export")

@@ -88,7 +88,7 @@ async def drain(jobs: Jobs, play: Callable[[EpisodeJob], Awaitable[Transcript]])
         case = job.case
         inputs = {
             "task_id": case.task.id,
-            "persona": case.persona.name,
+            "persona": case.persona_of(job.trial).name,
             "trial": job.trial,
             "seed": job.seed,
         }
@@ -111,7 +111,7 @@ class LocalExecutor:
         def episode(job: EpisodeJob) -> Awaitable[Transcript]:
             spec = EpisodeSpec(
                 task=job.case.task,
-                persona=job.case.persona,
+                persona=job.case.persona_of(job.trial),
                 agent=agent,
                 variant_hash=setup.variant_hash,
                 initial_state=job.case.state,

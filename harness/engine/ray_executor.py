@@ -245,7 +245,7 @@ class RayExecutor:
                 case = job.case
                 episode = Episode(
                     task=case.task.model_copy(update={"checks": []}),
-                    persona=case.persona,
+                    persona=case.persona_of(job.trial),
                     state=case.state,
                     trial=job.trial,
                     seed=job.seed,

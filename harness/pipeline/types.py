@@ -95,6 +95,17 @@ class GateDecision(NodeOutput):
     result: GateResult = Field(description="The decision, every failed rule and the figures.")
 
 
+class Fidelity(NodeOutput):
+    """The output of `fidelity`: how far a run's simulated users behave like production's
+    (the whole report is kept with the run in the results store)."""
+
+    run_id: str = Field(description="The simulated run.")
+    source: str = Field(description="The production sessions it was compared with.")
+    index: float | None = Field(description="Fidelity index, 0..100.")
+    interval: tuple[float, float] | None = Field(description="Its 95% bootstrap interval.")
+    easy_mode: list[str] = Field(description="Dimensions where simulation is easy mode.")
+
+
 class Report(NodeOutput):
     """The output of `report`: what it reported (for the caller to print at the end) and the
     files it wrote."""
@@ -102,12 +113,17 @@ class Report(NodeOutput):
     runs: list[Graded] = Field(default_factory=list, description="Runs summarised.")
     comparisons: list[Comparison] = Field(default_factory=list, description="Comparisons.")
     gates: list[GateDecision] = Field(default_factory=list, description="Gate decisions.")
+    fidelity: list[Fidelity] = Field(
+        default_factory=list, description="Sim-to-real reports (their runs are reported)."
+    )
     files: list[str] = Field(default_factory=list, description="Files written.")
 
     def contents(self) -> ReportContents:
         """What the report covers, as every report format reads it."""
+        graded = {run.run_id for run in self.runs}
         return ReportContents(
-            runs=[ReportedRun(run.run_id, run.levels) for run in self.runs],
+            runs=[ReportedRun(run.run_id, run.levels) for run in self.runs]
+            + [ReportedRun(f.run_id) for f in self.fidelity if f.run_id not in graded],
             comparisons=[comparison.result for comparison in self.comparisons],
             gates=[gate.result for gate in self.gates],
         )

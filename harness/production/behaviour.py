@@ -17,10 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.domains import Environment, trace_replay
 from harness.outcomes import DEFAULT, ErrorValues
-from harness.production.calls import CallRecord, Unreadable
+from harness.production.calls import CallRecord, Filters, Unreadable
 from harness.production.convert import IDS, POLITE
 from harness.production.derive import AMOUNTS
-from harness.production.failures import EMAILS
+from harness.production.failures import EMAILS, admitted, failure_of
 from harness.production.reconstruct import Conversation, conversations
 from harness.transcript import Message
 
@@ -328,13 +328,28 @@ def measure_conversation(
     )
 
 
+def sessions(
+    calls: Iterable[CallRecord],
+    filters: Filters,
+    problems: list[Unreadable],
+    error_values: ErrorValues = DEFAULT,
+) -> Iterator[Conversation]:
+    """The sessions of the calls rebuilt as `traces to-tasks` rebuilds them, those the
+    conversation-level filters (status, negative feedback, time, ops) admit; unreadable ones go
+    to `problems`."""
+    for conversation in conversations(calls, problems, error_values):
+        if admitted(conversation, failure_of(conversation), filters):
+            yield conversation
+
+
 def measure_calls(
     calls: Iterable[CallRecord],
     problems: list[Unreadable],
     error_values: ErrorValues = DEFAULT,
     patterns: Sequence[re.Pattern[str]] = FACTS,
+    filters: Filters | None = None,
 ) -> Iterator[SessionBehaviour]:
-    """Each session of the calls (from any source `traces to-tasks` reads, already filtered),
-    rebuilt as `traces to-tasks` rebuilds it, measured; unreadable ones go to `problems`."""
-    for conversation in conversations(calls, problems, error_values):
+    """Each session of the calls (from any source `traces to-tasks` reads) that the filters
+    admit, measured; unreadable ones go to `problems`."""
+    for conversation in sessions(calls, filters or Filters(), problems, error_values):
         yield measure_conversation(conversation, patterns)

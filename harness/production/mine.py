@@ -7,7 +7,8 @@ gave a fact), `clarify_rate` the mean `asks_back`, the four reaction rates the p
 reaction shares (scaled down together when they sum to more than 1), `patience` the median
 user turns (rounded, at least 1), `words_per_turn` the median, and `examples` up to
 `EXAMPLES` short user messages of the profile's sessions with secrets masked. The profile's
-name, session count and traffic share are in the persona's `description`.
+name and session count are in the persona's `description`, its traffic share is its `share`
+(what a task's `persona: {mix: FOLDER}` weighs it by).
 """
 
 from __future__ import annotations
@@ -20,11 +21,9 @@ from typing import Any
 
 import yaml
 
-from harness.production.behaviour import measure_conversation
+from harness.production.behaviour import measure_conversation, sessions
 from harness.production.calls import CallRecord, Filters, Unreadable
-from harness.production.failures import admitted, failure_of
 from harness.production.profiles import Profile, profiles
-from harness.production.reconstruct import conversations
 from harness.secrets import redact
 from harness.specs.persona import Persona
 
@@ -71,6 +70,7 @@ def persona_data(profile: Profile, name: str, examples: list[str]) -> dict[str, 
         "description": f"Mined from production: profile '{profile.name}', {profile.sessions} "
         f"sessions, {profile.share:.0%} of traffic (share {profile.share:.3f}).",
         "model": "scripted",
+        "share": round(profile.share, 3),
         "behaviour": behaviour_of(profile, examples),
     }
     Persona.model_validate(data)
@@ -87,9 +87,7 @@ def mine_personas(
     """Write one persona file per profile of the sessions the filters admit into `out`
     (`mined-<profile slug>.yaml`, overwritten), largest profile first; [] when no session."""
     measured, users = [], {}
-    for conversation in conversations(calls, problems):
-        if not admitted(conversation, failure_of(conversation), filters):
-            continue
+    for conversation in sessions(calls, filters, problems):
         behaviour = measure_conversation(conversation)
         measured.append(behaviour)
         users[behaviour.key] = [

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -33,7 +35,7 @@ from harness.specs.overrides import Override, apply_overrides
 from harness.specs.persona import Persona, turn_warnings
 from harness.specs.references import json_positions, spec_files
 from harness.specs.state_paths import unknown_state_field, wrong_state_values
-from harness.specs.task import Task
+from harness.specs.task import PersonaMix, Task
 from harness.specs.validation import first_turn, print_warnings, suggestion, validate
 
 
@@ -48,10 +50,36 @@ class TaskCase:
     persona: Persona
     domain: type[Environment]
     state: dict[str, Any]
+    # a `persona: {mix: ...}`: its personas with their weights (summing to 1), largest first;
+    # `persona` is the first of them
+    mix: list[tuple[Persona, float]] = dataclasses.field(default_factory=list)
 
     @property
     def task(self) -> Task:
         return self.loaded.spec
+
+    @property
+    def personas(self) -> list[Persona]:
+        """Every persona an episode of the task may play."""
+        return [p for p, _ in self.mix] if self.mix else [self.persona]
+
+    def persona_of(self, trial: int) -> Persona:
+        """The persona of a trial: for a mix, the one whose weight band holds the point
+        `task offset + trial x (golden ratio - 1)` (mod 1), a low-discrepancy sequence, so
+        that a task's trials and a suite's tasks meet the personas in their shares."""
+        if not self.mix:
+            return self.persona
+        offset = int.from_bytes(hashlib.sha256(self.task.id.encode()).digest()[:8], "big")
+        point = (offset / 2**64 + trial * GOLDEN) % 1.0
+        reach = 0.0
+        for persona, weight in self.mix:
+            reach += weight
+            if point < reach:
+                return persona
+        return self.mix[-1][0]
+
+
+GOLDEN = (5**0.5 - 1) / 2
 
 
 def find_personas_dir(start: Path) -> Path | None:
@@ -175,14 +203,13 @@ def _load_suite(
             if task.id in seen_ids:
                 raise SpecError([duplicate_id(loaded, seen_ids[task.id])])
             seen_ids[task.id] = loaded
-            persona = _persona(loaded, personas_dir, persona_cache, folders)
-            if not isinstance(task.persona, Persona):  # a persona file: its turns in this task
-                late = turn_warnings(persona, ("persona",), first_turn(task))
-                print_warnings(late, loaded.positions, loaded.path)
+            mix = _personas(loaded, personas_dir, persona_cache, folders)
+            if not isinstance(task.persona, Persona):  # persona files: their turns in this task
+                for persona, _ in mix:
+                    late = turn_warnings(persona, ("persona",), first_turn(task))
+                    print_warnings(late, loaded.positions, loaded.path)
             if persona_overrides:  # each problem located at its `--set`
-                written: dict[PathKey, Location] = {}
-                data = apply_overrides(persona.model_dump(mode="json"), persona_overrides, written)
-                persona = validate(Persona, data, written, loaded.path, warn=False)
+                mix = [(_overridden(p, persona_overrides, loaded), w) for p, w in mix]
             # a file reference is relative to the task's folder; a registered name is not
             ref = loaded.spec.domain
             reference = (ref, loaded.path.parent.resolve() if is_reference(ref) else None)
@@ -196,7 +223,8 @@ def _load_suite(
             if bound is None:
                 bound = for_state(domain, state)
                 _check_references(loaded, bound)
-            cases.append(TaskCase(_starting_from(loaded, state), persona, bound, state))
+            mixed = mix if isinstance(task.persona, PersonaMix) else []
+            cases.append(TaskCase(_starting_from(loaded, state), mix[0][0], bound, state, mixed))
         except SpecError as exc:
             problems.extend(exc.problems)
     if problems:
@@ -212,6 +240,58 @@ def duplicate_id(loaded: Loaded[Task], first: Loaded[Task]) -> Problem:
     )
 
 
+def _overridden(persona: Persona, overrides: list[Override], loaded: Loaded[Task]) -> Persona:
+    written: dict[PathKey, Location] = {}
+    data = apply_overrides(persona.model_dump(mode="json"), overrides, written)
+    return validate(Persona, data, written, loaded.path, warn=False)
+
+
+def _personas(
+    loaded: Loaded[Task],
+    personas_dir: Path | None,
+    cache: dict[Path, dict[str, Persona]],
+    folders: dict[Path, Path | None],
+) -> list[tuple[Persona, float]]:
+    """The task's persona with weight 1, or its mix's personas with their weights."""
+    ref = loaded.spec.persona
+    if isinstance(ref, PersonaMix):
+        return _mix(loaded, ref)
+    return [(_persona(loaded, personas_dir, cache, folders), 1.0)]
+
+
+def _mix(loaded: Loaded[Task], ref: PersonaMix) -> list[tuple[Persona, float]]:
+    """A mix's personas, largest share first, with their shares as weights (normalised;
+    equal when no persona has a share)."""
+    where = ("persona", "mix")
+    start = loaded.path.resolve().parent
+    folder = next(
+        (base / ref.mix for base in [start, *start.parents] if (base / ref.mix).is_dir()), None
+    )
+    if folder is None:
+        raise SpecError([loaded.problem(where, f"no folder '{ref.mix}' here or above")])
+    personas = list(load_personas(folder).values())
+    if not personas:
+        raise SpecError([loaded.problem(where, f"{folder}: no persona files")])
+    shares = [p.share for p in personas]
+    if None in shares and any(s is not None for s in shares):
+        missing = ", ".join(p.name for p in personas if p.share is None)
+        raise SpecError(
+            [
+                loaded.problem(
+                    where,
+                    f"{folder}: no share in {missing}: give every persona "
+                    "of a mix a share, or none",
+                )
+            ]
+        )
+    weights = [1.0 if s is None else s for s in shares]
+    total = sum(weights)
+    if total <= 0:
+        raise SpecError([loaded.problem(where, f"{folder}: the personas' shares are all 0")])
+    mix = sorted(zip(personas, (w / total for w in weights), strict=True), key=lambda m: -m[1])
+    return mix
+
+
 def _persona(
     loaded: Loaded[Task],
     personas_dir: Path | None,
@@ -221,6 +301,7 @@ def _persona(
     ref = loaded.spec.persona
     if isinstance(ref, Persona):
         return ref
+    assert isinstance(ref, str)
     parent = loaded.path.parent
     if personas_dir is None and parent not in folders:
         folders[parent] = find_personas_dir(loaded.path)

@@ -64,7 +64,7 @@ def task_content(case: TaskCase) -> str:
     return canonical(
         [
             case.task.model_dump(mode="json"),
-            case.persona.model_dump(mode="json"),
+            *(p.model_dump(mode="json") for p in case.personas),
             case.state,
             [file_digest(f) for f in files],
             source_digest(case.domain),

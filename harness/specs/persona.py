@@ -214,6 +214,13 @@ class Persona(Spec):
         "`--set persona.model=...`).",
     )
     temperature: float = Field(default=0.7, ge=0, le=2, description="Sampling temperature.")
+    share: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Its share of production traffic (written by `harness personas "
+        "from-traces`); weights it when a task draws its persona from a `mix:` folder.",
+    )
     behaviour: Behaviour | None = Field(
         default=None,
         description="Measured behaviour (information disclosure, reactions to agent errors, "
@@ -243,11 +250,12 @@ class Persona(Spec):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave `behaviour` out of a dump while unset: the content hash of a task (which the
-        gate compares with its baseline's) stays what it was before the field existed."""
+        """Leave `behaviour` and `share` out of a dump while unset: the content hash of a task
+        (which the gate compares with its baseline's) stays what it was before they existed."""
         data: dict[str, Any] = handler(self)
-        if data.get("behaviour") is None:
-            data.pop("behaviour", None)
+        for name in ("behaviour", "share"):
+            if data.get(name) is None:
+                data.pop(name, None)
         return data
 
 

@@ -15,9 +15,30 @@ from harness.transcript import Message
 if TYPE_CHECKING:  # at run time `Check` is resolved on first use: see `Task.model_rebuild`
     from harness.specs.checks import Check
 
+
+class PersonaMix(Spec):
+    """Simulated users drawn from a folder of personas, one per episode, weighted by traffic."""
+
+    mix: str = Field(
+        description="A folder of persona files, relative to the task's folder or to one of its "
+        "parents (as `personas/` is found), e.g. `personas/mined/`. Each episode plays one of "
+        "them, drawn by their `share` (equal weights when none has one) from the task id and "
+        "trial, so that A/B runs of a trial meet the same user."
+    )
+
+
+def _persona_kind(value: Any) -> str:
+    if isinstance(value, str):
+        return "name"
+    mixed = isinstance(value, PersonaMix) or (isinstance(value, dict) and "mix" in value)
+    return "mix" if mixed else "inline"
+
+
 PersonaRef = Annotated[
-    Annotated[str, Tag("name")] | Annotated[Persona, Tag("inline")],
-    Discriminator(lambda value: "name" if isinstance(value, str) else "inline"),
+    Annotated[str, Tag("name")]
+    | Annotated[PersonaMix, Tag("mix")]
+    | Annotated[Persona, Tag("inline")],
+    Discriminator(_persona_kind),
 ]
 
 
@@ -109,7 +130,10 @@ class Task(Spec):
         "plug-in registers), 'package.module:Class', or 'path/to/file.py:Class' relative to "
         "this file."
     )
-    persona: PersonaRef = Field(description="A persona's name, or a persona written inline.")
+    persona: PersonaRef = Field(
+        description="A persona's name, a persona written inline, or `{mix: FOLDER}`: one of "
+        "a folder's personas per episode, weighted by their traffic `share`."
+    )
     scenario: Scenario = Field(description="The simulated user's goal and knowledge.")
     start: Start = Field(default_factory=Start, description="Start conditions.")
     end: End = Field(default_factory=End, description="End conditions.")

@@ -427,6 +427,22 @@ class Store(ClimbRecords):
             )
         )
 
+    def add_fidelity(self, run_id: str, source: str, report: str) -> None:
+        """Keep a sim-to-real report (JSON) of a run, against a production source."""
+        values = (run_id, now(), redact(source), redact(report))
+        self.db.write(
+            lambda db: db.execute(
+                "INSERT INTO fidelity (run_id, at, source, report) VALUES (?, ?, ?, ?)", values
+            )
+        )
+
+    def fidelity(self, run_id: str) -> str | None:
+        """The newest sim-to-real report (JSON) of a run, or None."""
+        row = self.db.execute(
+            "SELECT report FROM fidelity WHERE run_id = ? ORDER BY id DESC LIMIT 1", (run_id,)
+        ).fetchone()
+        return row["report"] if row else None
+
     def gate_history(self) -> list[dict[str, Any]]:
         rows = self.db.execute(
             "SELECT at, candidate_run, baseline_run, variant, passed, pass_rate, reasons"

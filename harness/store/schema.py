@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.specs.located import Location, SpecError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # `{serial}`, `{real}`, `{rowid}` and every TEXT are written in each dialect's words (DIALECTS);
 # `{{}}` is a literal `{}`.
 SCHEMA = """
@@ -129,6 +129,13 @@ CREATE TABLE IF NOT EXISTS climb_evaluations (
     at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS climb_evaluations_by_climb ON climb_evaluations(climb_id, id);
+CREATE TABLE IF NOT EXISTS fidelity (
+    id {serial},
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    at TEXT NOT NULL,
+    source TEXT NOT NULL,
+    report TEXT NOT NULL  -- JSON: a sim-to-real report (harness.fidelity)
+);
 """
 
 
@@ -144,6 +151,7 @@ UPGRADES = {
     # 4 -> 5: the tasks each run played are new (SCHEMA creates the table); a run stored before
     # has none there, and its readers load its task files instead.
     4: (),
+    5: (),  # 5 -> 6: the sim-to-real reports of runs are new (SCHEMA creates the table)
 }
 DIALECTS: dict[str, dict[str, str]] = {
     "sqlite": {

@@ -28,7 +28,17 @@ __all__ = [
     "source_digest",
 ]
 
-BUILTIN = ("load_tasks", "seed_env", "simulate", "grade", "compare", "gate", "report", "log_wandb")
+BUILTIN = (
+    "load_tasks",
+    "seed_env",
+    "simulate",
+    "grade",
+    "compare",
+    "gate",
+    "fidelity",
+    "report",
+    "log_wandb",
+)
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """`report`: collect runs, comparisons and gate decisions for the terminal, and write the
-Markdown summary, JUnit XML and HTML report files asked for."""
+Markdown summary, JUnit XML and HTML report files asked for. A `fidelity` need reports its run;
+the HTML report reads the run's sim-to-real report from the store."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from pydantic import Field
 
 from harness.pipeline.nodes import NodeContext, NodeKind, register
-from harness.pipeline.types import Comparison, GateDecision, Graded, Report
+from harness.pipeline.types import Comparison, Fidelity, GateDecision, Graded, Report
 from harness.specs.base import Spec
 
 
@@ -32,6 +33,7 @@ async def run(params: ReportParams, inputs: list[Any], ctx: NodeContext) -> Repo
         runs=[i for i in inputs if isinstance(i, Graded)],
         comparisons=[i for i in inputs if isinstance(i, Comparison)],
         gates=[i for i in inputs if isinstance(i, GateDecision)],
+        fidelity=[i for i in inputs if isinstance(i, Fidelity)],
     )
     markdown = Path(params.markdown) if params.markdown else None
     junit = Path(params.junit) if params.junit else None
@@ -43,6 +45,11 @@ async def run(params: ReportParams, inputs: list[Any], ctx: NodeContext) -> Repo
 
 register(
     NodeKind(
-        "report", ReportParams, ((Graded, Comparison, GateDecision),), Report, run, variadic=True
+        "report",
+        ReportParams,
+        ((Graded, Comparison, GateDecision, Fidelity),),
+        Report,
+        run,
+        variadic=True,
     )
 )

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.compare import ComparisonResult, GradedEpisodes, compare_episodes
+from harness.fidelity import FidelityReport
 from harness.report.html.clusters import ClusterView, failure_clusters
 from harness.report.html.episodes import EpisodeView, episode_view
 from harness.report.html.figures import RunSection, run_section
@@ -39,6 +40,9 @@ class ReportPage(BaseModel):
     )
     trends: Trends | None = Field(default=None, description="The store's trends.")
     clusters: list[ClusterView] = Field(default_factory=list, description="Failure clusters.")
+    fidelity: FidelityReport | None = Field(
+        default=None, description="The run's newest sim-to-real report (`harness fidelity`)."
+    )
 
     @property
     def decides(self) -> bool:
@@ -113,6 +117,9 @@ def build_report(
         gate=gate_on(history.decisions, run_id, against),
         trends=history,
         clusters=failure_clusters(tasks.cases, section.episodes),
+        fidelity=FidelityReport.model_validate_json(kept)
+        if (kept := store.fidelity(run_id))
+        else None,
     )
 
 

@@ -1,0 +1,191 @@
+"""`harness fidelity`: a run's simulated users against production's, per dimension, as a 0-100
+index with its bootstrap interval, the easy-mode dimensions named, and the outcome calibration
+of tasks made from production; the report is kept with the run and shown in its HTML report.
+(The recorded two-population app and the bundled against the mined personas:
+tests/test_fidelity_recorded.py.)"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from harness.fidelity import DIMENSIONS, compare_behaviour, outcome_calibration
+from harness.grading.result import Verdict
+from harness.production.behaviour import SessionBehaviour, measure
+from harness.store.tasks import StoredTask, TaskLabels
+from harness.transcript import Message
+from tests.conftest import newest_run, run_cli, scripted_eval
+from tests.test_behaviour_profiles import front_loading, gradual, session_calls
+
+
+def sessions(seed: int, count: int, gradual_share: float) -> list[SessionBehaviour]:
+    """Sessions of the mix of tests/test_behaviour_profiles.py, measured."""
+    rng = random.Random(seed)
+    found = []
+    for n in range(count):
+        turns = gradual(rng, 0.8) if rng.random() < gradual_share else front_loading(rng, 0.1, 0.3)
+        messages = []
+        for text, reply in turns:
+            messages.append(Message(role="user", content=text))
+            if reply is not None:
+                messages.append(Message(role="assistant", content=reply))
+        found.append(measure(messages, f"s{n}"))
+    return found
+
+
+def test_the_same_population_agrees_and_a_front_loading_one_is_easy_mode() -> None:
+    production = sessions(1, 300, 0.7)
+    tasks = [f"t{n // 3}" for n in range(150)]  # 50 tasks x 3 trials
+    same = compare_behaviour(sessions(2, 150, 0.7), tasks, production, bootstrap=300)
+    easy = compare_behaviour(sessions(3, 150, 0.0), tasks, production, bootstrap=300)
+    assert [d.name for d in same.dimensions] == list(DIMENSIONS)
+    assert same.index is not None and easy.index is not None
+    assert same.index >= 90, same.index
+    assert same.interval[0] <= same.index <= same.interval[1]
+    assert same.easy_mode == []
+    assert easy.interval[1] < same.interval[0], (easy.interval, same.interval)
+    assert "disclosure_first" in easy.easy_mode and "pushback" in easy.easy_mode
+    row = {d.name: d for d in easy.dimensions}["disclosure_first"]
+    assert row.simulated.mean == pytest.approx(1.0) and row.production.mean < 0.6
+    assert row.difference_interval[0] > 0 and "front-load more" in row.note
+    assert "50 simulated tasks" in easy.covers and "300 production sessions" in easy.covers
+
+
+def test_a_dimension_with_too_few_values_is_left_out_and_named() -> None:
+    production = sessions(1, 100, 0.7)
+    # no agent error on the simulated side: no reaction to compare
+    calm = [measure([Message(role="user", content=f"Order O-{n}?")], f"c{n}") for n in range(20)]
+    report = compare_behaviour(calm, [f"t{n}" for n in range(20)], production, bootstrap=100)
+    row = {d.name: d for d in report.dimensions}["pushback"]
+    assert row.agreement is None and row.note.startswith("left out: 0 simulated")
+    assert report.families["error reaction"] is None and report.index is not None
+
+
+def stored(task_id: str, kind: str | None, count: int = 1) -> StoredTask:
+    spec = {"id": task_id} | ({"source": {"kind": kind, "count": count}} if kind else {})
+    return StoredTask(TaskLabels(task_id, 1, ()), "", spec)
+
+
+def verdicts(task_id: str, *outcomes: str) -> list[Verdict]:
+    return [Verdict(task_id=task_id, trial=n, outcome=o) for n, o in enumerate(outcomes)]
+
+
+def test_outcome_calibration_weighs_tasks_by_their_sessions() -> None:
+    tasks = [stored("ok", "success", 3), stored("bad", "failure", 1), stored("own", None)]
+    graded = [
+        *verdicts("ok", "pass", "pass"),
+        *verdicts("bad", "pass", "error", "fail"),
+        *verdicts("own", "fail"),
+    ]
+    found = outcome_calibration(tasks, graded, bootstrap=200)
+    assert found is not None and found.tasks == 2 and found.sessions == 4
+    assert found.production_success == pytest.approx(0.75)
+    assert found.simulated_pass == pytest.approx((3 * 1.0 + 1 * 0.5) / 4)
+    assert found.gap == pytest.approx(0.125)
+    assert {r.task_id: r.graded for r in found.rows} == {"ok": 2, "bad": 2}
+    assert outcome_calibration([stored("own", None)], verdicts("own", "pass")) is None
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
+    """The support suite played by the scripted agent, and 120 production sessions."""
+    folder = tmp_path_factory.mktemp("fidelity")
+    store = folder / "r.db"
+    scripted_eval(store, "agents/support-baseline.yaml", "--trials", "2")
+    rng = random.Random(5)
+    calls = [
+        call
+        for n in range(120)
+        for call in session_calls(
+            f"s{n}", gradual(rng, 0.8) if n % 3 else front_loading(rng, 0.1, 0.3)
+        )
+    ]
+    export = folder / "calls.jsonl"
+    export.write_text("".join(json.dumps(c) + "\n" for c in calls))
+    return {"store": store, "export": export, "run": newest_run(store), "folder": folder}
+
+
+def test_the_command_reports_keeps_and_shows_the_report(run: dict) -> None:
+    html = run["folder"] / "report.html"
+    done = run_cli(
+        "fidelity", run["run"], "--against", run["export"], "--store", run["store"],
+        "--bootstrap", "200", "--json", "--html", html,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["production_sessions"] == 120 and report["simulated_sessions"] > 0
+    low, high = report["interval"]
+    assert 0 <= low <= report["index"] <= high <= 100
+    assert len(report["dimensions"]) == len(DIMENSIONS)
+    page = html.read_text()
+    assert "Are the simulated users realistic?" in page
+    assert f"{report['index']:.1f}" in page
+    for name in report["easy_mode"]:
+        assert name in page
+    shown = run_cli("report", run["run"], "--store", run["store"], "--out", html)
+    assert shown.returncode == 0 and "Are the simulated users realistic?" in html.read_text()
+    text = run_cli(
+        "fidelity", run["run"], "--against", run["export"], "--store", run["store"],
+        "--bootstrap", "200", COLUMNS="200",
+    )  # fmt: skip
+    assert text.returncode == 0, text.stderr
+    assert f"fidelity index {report['index']:.1f} / 100 (95% interval" in text.stdout
+    assert "easy-mode dimensions:" in text.stdout
+
+
+def test_bad_input_is_one_line_and_exit_2(run: dict) -> None:
+    missing = run_cli("fidelity", run["run"], "--against", "nowhere.jsonl", "--store", run["store"])
+    assert missing.returncode == 2
+    assert "--against nowhere.jsonl" in missing.stderr and "Traceback" not in missing.stderr
+    unknown = run_cli(
+        "fidelity", "no-such-run", "--against", run["export"], "--store", run["store"]
+    )
+    assert unknown.returncode == 2 and "no-such-run" in unknown.stderr
+
+
+DAG = """kind: dag
+name: fidelity
+nodes:
+  tasks: {{uses: load_tasks, with: {{paths: [{tasks}]}}}}
+  play:
+    uses: simulate
+    needs: [tasks]
+    with:
+      agent: {agent}
+      set: ["model={{id: scripted, script: {script}}}"]
+  users:
+    uses: fidelity
+    needs: [play]
+    with: {{against: {export}, bootstrap: 200}}
+  report:
+    uses: report
+    needs: [users]
+    with: {{html: {html}}}
+"""
+
+
+def test_the_fidelity_node_keeps_the_report_for_the_html(run: dict) -> None:
+    from tests.conftest import ROOT
+
+    folder = run["folder"]
+    dag = folder / "dag.yaml"
+    html = folder / "node.html"
+    dag.write_text(
+        DAG.format(
+            tasks=ROOT / "tasks/support",
+            agent=ROOT / "agents/support-baseline.yaml",
+            script=ROOT / "agents/scripts/support.yaml",
+            export=run["export"],
+            html=html,
+        )
+    )
+    done = run_cli("run-eval", dag, "--store", folder / "node.db", "--no-traces")
+    assert done.returncode == 0, done.stderr
+    assert "Are the simulated users realistic?" in html.read_text()
+    bad = dag.read_text().replace(str(run["export"]), str(folder / "none.jsonl"))
+    dag.write_text(bad)
+    refused = run_cli("run-eval", dag, "--store", folder / "node.db", "--no-traces")
+    assert refused.returncode == 2 and "fidelity node: against" in refused.stderr, refused.stderr
