@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import ROOT, newest_run, run_cli, scripted_eval
 from tests.test_trace_tasks import call, write_jsonl
 
 GOOD = [{"feedback_type": "wandb.reaction.1", "payload": {"emoji": "👍"}}]
@@ -127,3 +127,56 @@ def test_no_labelled_session_is_bad_input(tmp_path: Path, files: dict[str, Path]
     assert done.stderr.strip().splitlines() == [
         f"harness: no session with human feedback in {tmp_path / 'calls.jsonl'} (2 without)"
     ]
+
+
+REFUND_CRITERION = "The agent explains why the refund is refused, citing the policy."
+SUPPORT_JUDGE = {"id": "scripted", "script": str(ROOT / "agents/scripts/judge.yaml")}
+
+
+def test_the_gate_counts_judge_verdicts_only_from_a_calibrated_judge(tmp_path: Path) -> None:
+    """The support suite is graded by hard llm_judge checks of agents/scripts/judge.yaml; with
+    `min_judge_kappa` the gate fails until that judge is calibrated, and passes or fails on its
+    kappa. The calibration grades the labelled sessions with that same judge."""
+    store = tmp_path / "results.db"
+    scripted_eval(store, "agents/support-baseline.yaml")
+    baseline = newest_run(store)
+    scripted_eval(store, "agents/support-baseline.yaml", "--fresh")
+    candidate = newest_run(store)
+
+    def gate(kappa: float) -> tuple[int, dict]:
+        config = tmp_path / "gate.yaml"
+        config.write_text((ROOT / "ci/gate.yaml").read_text() + f"\nmin_judge_kappa: {kappa}\n")
+        done = run_cli("gate", "--config", config, "--candidate", candidate, "--baseline",
+                       baseline, "--store", store, "--json", "--junit", tmp_path / "j.xml",
+                       "--markdown", tmp_path / "s.md")  # fmt: skip
+        rules = {r["rule"]: r for r in json.loads(done.stdout)["gates"][0]["rules"]}
+        return done.returncode, rules
+
+    code, rules = gate(0.3)
+    assert code == 1
+    assert rules["judge agreement"]["detail"] == (
+        "judge agreement: scripted judge.yaml has no calibration against human feedback "
+        "(harness judge calibrate --results-store)"
+    )
+    # labelled sessions the support judge reads: it passes a reply that names the refund
+    # window; it does in 8 of the 10 good sessions and 2 of the 10 bad ones
+    task = tmp_path / "task.yaml"
+    task.write_text(TASK.replace("The agent resolves the user's request.", REFUND_CRITERION))
+    replies = ["Outside the refund window, sorry.", "I cannot refund that."]
+    labelled = [
+        session(n, replies[0 if n in {*range(8), 10, 11} else 1], GOOD if n < 10 else BAD[n % 3])
+        for n in range(20)
+    ]
+    source = write_jsonl(tmp_path / "calls.jsonl", labelled)
+    calibrated = run_cli("judge", "calibrate", "--source", source, "--check", task,
+                         "--judge-model", json.dumps(SUPPORT_JUDGE), "--results-store", store,
+                         "--json")  # fmt: skip
+    assert calibrated.returncode == 0, calibrated.stderr
+    kappa = json.loads(calibrated.stdout)["kappa"]
+    assert kappa == pytest.approx(0.6)  # 80% agreement where chance gives 50%
+    code, rules = gate(round(kappa - 0.05, 2))
+    assert code == 0, rules
+    assert rules["judge agreement"]["passed"] and f"kappa {kappa:.2f} >=" in rules[
+        "judge agreement"]["detail"]  # fmt: skip
+    code, rules = gate(round(min(kappa + 0.05, 1.0), 2))
+    assert code == 1 and f"kappa {kappa:.2f} is below" in rules["judge agreement"]["detail"]

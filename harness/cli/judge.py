@@ -11,7 +11,8 @@ import typer
 
 from harness import defaults
 from harness.cli import traces as session_options  # the session options of `traces to-tasks`
-from harness.cli._common import fail, parse_model_option, user_errors
+from harness.cli._common import fail, parse_model_option, store_option, user_errors
+from harness.store_location import StoreLocation
 
 judge_app = typer.Typer(help="The judge of llm_judge checks, measured.", no_args_is_help=True)
 
@@ -56,13 +57,23 @@ def judge_calibrate(
     thread: session_options.ThreadOpt = None,
     since: session_options.SinceOpt = None,
     until: session_options.UntilOpt = None,
+    results_store: Annotated[
+        StoreLocation | None,
+        typer.Option(
+            parser=store_option,
+            metavar="FILE|URL",
+            help="Keep the calibration in this results store, where a gate's "
+            "min_judge_kappa finds it.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
     """Grade the production sessions that carry human feedback (good: a 👍 or a positive label;
     bad: a 👎, a note or a negative label) with llm_judge checks, and report the agreement:
     the confusion table, accuracy with its 95% interval, Cohen's kappa, and the judge's bias
     (the share of the sessions it passed that people marked bad)."""
-    from harness.production.calibrate import calibrate
+    from harness.pipeline.stored import open_store
+    from harness.production.calibrate import calibrate, judge_key
     from harness.specs.agent import ModelRef
 
     problems: list[Any] = []
@@ -82,6 +93,19 @@ def judge_calibrate(
     found.unreadable = problems + found.unreadable
     if not found.judged and not found.errors:
         fail(f"harness: no session with human feedback in {source} ({found.unlabelled} without)")
+    if results_store is not None:
+        judges = {judge_key(c.model or model) for _, c in checks if c.model or model}
+        if len(judges) != 1:
+            fail("--results-store: give one judge (--judge-model) to calibrate and keep")
+        with user_errors():
+            results = open_store(results_store)
+        try:
+            report = json.dumps(found.as_json(), ensure_ascii=False)
+            results.add_judge_calibration(
+                judges.pop(), source, found.judged, found.kappa, found.accuracy, report
+            )
+        finally:
+            results.close()
     if as_json:
         typer.echo(json.dumps(found.as_json(), indent=2, ensure_ascii=False))
         return

@@ -19,6 +19,7 @@ from harness.gate.figures import (
     SuiteFigures,
 )
 from harness.gate.history import GateWeek, gate_trend
+from harness.gate.judges import judge_rule
 from harness.gate.rules import (
     budget_rules,
     error_rule,
@@ -204,6 +205,12 @@ def gate_run(
             cases = [case for case in cases if case.task.id in common]
     result = evaluate_gate(config, candidate, baseline, cases)
     result.notes, result.suite = notes, suite
+    judged = judge_rule(config, store, [r for r in (candidate_run, baseline_run) if r])
+    if judged is not None:
+        result.rules.append(judged)
+        if not judged.passed:
+            result.reasons.append(judged.detail)
+            result.passed = False
     rate = run_rate(candidate.graded_outcomes()).estimate
     store.add_gate_result(
         candidate_run, baseline_run, candidate.variant, result.passed, rate, result.reasons

@@ -16,14 +16,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from harness.grading.checks import CheckContext, run_check
 from harness.models import ModelRuntime
 from harness.outcomes import DEFAULT, ErrorValues
+from harness.production.behaviour import sessions
 from harness.production.calls import CallRecord, Filters, Unreadable
-from harness.production.failures import EXPECTED, admitted, failure_of
-from harness.production.reconstruct import Conversation, conversations
+from harness.production.failures import EXPECTED, failure_of
+from harness.production.reconstruct import Conversation
 from harness.specs.agent import ModelRef
 from harness.specs.task import Task
 from harness.stats.rates import wilson_interval
@@ -154,6 +156,17 @@ async def _calibrate(
         await runtime.aclose()
 
 
+def judge_key(model: ModelRef) -> str:
+    """What names a judge in the store's calibrations and the gate's judge rule: its model id,
+    with its endpoint and, for a scripted judge, its rules file's name."""
+    parts = [model.id]
+    if model.base_url:
+        parts.append(model.base_url)
+    if model.script:
+        parts.append(Path(model.script).name)
+    return " ".join(parts)
+
+
 def calibrate(
     calls: Iterable[CallRecord],
     filters: Filters,
@@ -166,9 +179,7 @@ def calibrate(
     check that names none is `judge_model`."""
     found = Calibration()
     labelled = []
-    for conversation in conversations(calls, found.unreadable, error_values):
-        if not admitted(conversation, failure_of(conversation), filters):
-            continue
+    for conversation in sessions(calls, filters, found.unreadable, error_values):
         label = human_label(conversation)
         if label is None:
             found.unlabelled += 1

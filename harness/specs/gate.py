@@ -72,6 +72,16 @@ class Gate(Spec):
         "With fewer than 3 trials per side one task's regression cannot be significant at "
         "0.05 and the rule says so.",
     )
+    min_judge_kappa: float | None = Field(
+        default=None,
+        ge=-1,
+        le=1,
+        description="When set, llm_judge verdicts count only from a judge whose newest "
+        "calibration against human feedback (`harness judge calibrate --results-store`) has "
+        "Cohen's kappa at least this: a compared run graded by hard llm_judge checks of an "
+        "uncalibrated judge, or one below it, fails the gate ('judge agreement'). A condition "
+        "on the instrument, not a test of the candidate: it spends none of the gate's alpha.",
+    )
     budgets: Budgets = Field(default_factory=Budgets, description="Cost and latency budgets.")
     junit: str | None = Field(default=None, description="Where to write JUnit XML.")
     markdown: str | None = Field(default=None, description="Where to write the Markdown summary.")

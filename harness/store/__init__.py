@@ -443,6 +443,35 @@ class Store(ClimbRecords):
         ).fetchone()
         return row["report"] if row else None
 
+    def add_judge_calibration(
+        self,
+        judge: str,
+        source: str,
+        judged: int,
+        kappa: float | None,
+        accuracy: float | None,
+        report: str,
+    ) -> None:
+        """Keep a judge's agreement with human feedback (`harness judge calibrate`)."""
+        values = (judge, now(), redact(source), judged, kappa, accuracy, redact(report))
+        self.db.write(
+            lambda db: db.execute(
+                "INSERT INTO judge_calibrations (judge, at, source, judged, kappa, accuracy,"
+                " report) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                values,
+            )
+        )
+
+    def judge_calibration(self, judge: str) -> dict[str, Any] | None:
+        """The newest calibration of a judge (by its key): at, source, judged, kappa,
+        accuracy; None when it was never calibrated."""
+        row = self.db.execute(
+            "SELECT at, source, judged, kappa, accuracy FROM judge_calibrations"
+            " WHERE judge = ? ORDER BY id DESC LIMIT 1",
+            (judge,),
+        ).fetchone()
+        return dict(row) if row else None
+
     def gate_history(self) -> list[dict[str, Any]]:
         rows = self.db.execute(
             "SELECT at, candidate_run, baseline_run, variant, passed, pass_rate, reasons"

@@ -136,6 +136,16 @@ CREATE TABLE IF NOT EXISTS fidelity (
     source TEXT NOT NULL,
     report TEXT NOT NULL  -- JSON: a sim-to-real report (harness.fidelity)
 );
+CREATE TABLE IF NOT EXISTS judge_calibrations (
+    id {serial},
+    judge TEXT NOT NULL,  -- the judge's key (harness.production.calibrate.judge_key)
+    at TEXT NOT NULL,
+    source TEXT NOT NULL,
+    judged INTEGER NOT NULL,
+    kappa {real},
+    accuracy {real},
+    report TEXT NOT NULL  -- JSON: the calibration (confusion table, interval, bias)
+);
 """
 
 
@@ -151,7 +161,7 @@ UPGRADES = {
     # 4 -> 5: the tasks each run played are new (SCHEMA creates the table); a run stored before
     # has none there, and its readers load its task files instead.
     4: (),
-    5: (),  # 5 -> 6: the sim-to-real reports of runs are new (SCHEMA creates the table)
+    5: (),  # 5 -> 6: sim-to-real reports and judge calibrations are new (SCHEMA creates them)
 }
 DIALECTS: dict[str, dict[str, str]] = {
     "sqlite": {
