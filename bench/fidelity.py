@@ -14,9 +14,9 @@ with the process's peak memory:
 Targets: mining and the report together under 60 s, peak memory under 300 MiB.
 
 Part 2, coverage: the index's 95% interval on samples (300 production sessions, 100 simulated
-tasks x 3 trials) of two populations whose true index is known (computed on the 80,000 sessions of
-each it samples from), repeated; the share of intervals that hold the true index. Target: 0.95 within Monte
-Carlo noise.
+tasks x 3 trials) of two populations whose true index is known (computed on the 80,000
+sessions of each it samples from), repeated; the share of intervals that hold the true index.
+Target: 0.95 within Monte Carlo noise.
 
 Last line: mine_s=X fidelity_s=X peak_mib=X coverage=X
 

@@ -16,6 +16,7 @@ from harness.production.behaviour import (
     measure,
     measure_calls,
     reaction,
+    typos,
 )
 from harness.production.calls import Filters, Unreadable, read_jsonl
 from harness.production.profiles import profiles
@@ -141,6 +142,22 @@ def test_a_tool_error_is_an_error_event() -> None:
     assert measure([user("check A-1"), agent("Here it is.")]).pushback is None
 
 
+def test_facts_as_users_write_them() -> None:
+    assert facts("it is p-6936, mail me at a@b.example.") == {"p-6936", "a@b.example"}
+    assert disclosure_first(["P-6936 please", "again: p-6936, a@b.example."]) == 0.5
+    assert typos(["hmm ok", "i think shh"]) == pytest.approx(1 / 5)  # only the lower-case i
+
+
+def test_clarify_counts_the_answers_to_agent_questions() -> None:
+    asked = measure(
+        [user("book me in"), agent("What is your id?"), user("why do you need it?"),
+         agent("To find you. What is it?"), user("P-1"), agent("Done."), user("thanks")]
+    )  # fmt: skip
+    assert (asked.answers, asked.clarify) == (2, 0.5)
+    assert asked.asks_back == pytest.approx(1 / 4)
+    assert measure([user("book me in"), agent("Done.")]).clarify is None
+
+
 def test_reactions() -> None:
     assert reaction(None, ["x"]) == "abandon"
     assert reaction("No, I still need it", ["help me with my account"]) == "pushback"
@@ -167,6 +184,8 @@ def test_one_session_hand_checked() -> None:
             key="thread t",
             disclosure_first=0.0,
             asks_back=1 / 3,
+            clarify=0.0,  # the one answer to "which reference?" gives it
+            answers=1,
             ambiguous_start=True,
             error_events=1,
             pushback=1.0,

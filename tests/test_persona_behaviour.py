@@ -192,7 +192,7 @@ def test_an_llm_user_gets_the_numbers_and_the_examples_over_the_wire(tmp_path: P
     rendered = [
         "In your first message give 1 of the 4 facts you know (account, email, city, plan).",
         "give exactly one more fact",
-        "In 15% of your replies, ask back",
+        "In 15% of your answers to the agent's questions, ask back",
         "push back and insist in 60% of cases",
         "in other words in 10%",
         "ask for something else in 5%",

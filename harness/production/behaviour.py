@@ -31,7 +31,9 @@ DATES = re.compile(
     r"|\b\d{1,2} (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b",
     re.IGNORECASE,
 )
-FACTS: tuple[re.Pattern[str], ...] = (EMAILS, AMOUNTS, IDS, HASH_IDS, DIGIT_RUNS, DATES)
+# ids as users write them: `p-6936` is the fact `P-6936`
+ANY_CASE_IDS = re.compile(IDS.pattern, re.IGNORECASE)
+FACTS: tuple[re.Pattern[str], ...] = (EMAILS, AMOUNTS, ANY_CASE_IDS, HASH_IDS, DIGIT_RUNS, DATES)
 WORDS = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 QUESTION_WORDS = re.compile(
     r"^\s*(what|why|how|when|where|which|who|whom|whose|can|could|would|will|do|does|did|is|"
@@ -57,6 +59,8 @@ ACCEPT_WORDS = 8  # an accepting turn is at most this long (longer ones go on to
 EMOJI = re.compile("[\U0001f300-\U0001faff\u2600-\u27bf]")
 VOWELS = re.compile(r"[aeiouy]", re.IGNORECASE)
 TRIPLED = re.compile(r"([^\W\d_])\1\1", re.IGNORECASE)
+# interjections written without vowels on purpose, not typos
+INTERJECTIONS = re.compile(r"^(h*m+h*|s+h+|p+s+t+|b+r+|g+r+|t+s+k+|p+f+t+|z+|h+m+p+h+)$", re.I)
 # word overlap (Jaccard) with an earlier user turn from which a turn restates it
 REPHRASE_OVERLAP = 0.4
 REACTIONS = ("pushback", "rephrase", "pivot", "accept", "abandon")
@@ -79,6 +83,13 @@ class SessionBehaviour(BaseModel):
         description="Share of user turns that ask back: contain `?` or have a sentence that "
         "starts with a question word (what, why, how, can, could, is, ...).",
     )
+    clarify: float | None = Field(
+        default=None,
+        description="Share of the user's answers to an agent question (a turn after an agent "
+        "reply with `?` that is not an error or refusal) that ask back instead (see "
+        "`asks_back`). None: the agent asked nothing.",
+    )
+    answers: int = Field(default=0, description="The user's turns that answer an agent question.")
     ambiguous_start: bool = Field(
         default=False, description="The first user message holds no fact at all."
     )
@@ -149,7 +160,7 @@ class SessionBehaviour(BaseModel):
 NUMERIC = tuple(
     name
     for name, field in SessionBehaviour.model_fields.items()
-    if name not in {"key", "error_events"}
+    if name not in {"key", "error_events", "answers"}
 )  # the dimensions a profile reports (booleans count as 0/1)
 
 
@@ -170,7 +181,7 @@ def facts(text: str, patterns: Sequence[re.Pattern[str]] = FACTS) -> set[str]:
     reach = 0  # where the last kept fact ends
     for start, end, value in found:
         if start >= reach:
-            kept.add(value.casefold())
+            kept.add(value.rstrip(".").casefold())  # an email that ends a sentence
             reach = -end
     return kept
 
@@ -236,7 +247,10 @@ def letters_share(texts: list[str], predicate: str) -> float:
 
 def is_typo(word: str) -> bool:
     """A crude typo proxy for a word as written: the pronoun `i` in lower case, or (three
-    letters or more) no vowel, or a letter tripled."""
+    letters or more) no vowel, or a letter tripled; interjections (hmm, shh, psst, grr, ...)
+    are not typos."""
+    if INTERJECTIONS.match(word):
+        return False
     return word == "i" or (len(word) >= 3 and not VOWELS.search(word)) or bool(TRIPLED.search(word))
 
 
@@ -295,10 +309,17 @@ def measure(
         if t.reply is not None and (t.tool_error or is_refusal(t.reply))
     ]
     rates = {r: (events.count(r) / len(events) if events else None) for r in REACTIONS}
+    answered = [
+        turns[i + 1].user
+        for i, t in enumerate(turns[:-1])
+        if t.reply is not None and "?" in t.reply and not (t.tool_error or is_refusal(t.reply))
+    ]
     return SessionBehaviour(
         key=key,
         disclosure_first=disclosure_first(users, patterns),
         asks_back=share(users, asks_back),
+        clarify=share(answered, asks_back) if answered else None,
+        answers=len(answered),
         ambiguous_start=not facts(users[0], patterns),
         error_events=len(events),
         **rates,

@@ -3,9 +3,13 @@
 profile, whose `behaviour:` holds the profile's measured values.
 
 The mapping, per profile: `disclosure_first` is the mean disclosure share (1 when no session
-gave a fact), `clarify_rate` the mean `asks_back`, the four reaction rates the profile's mean
-reaction shares (scaled down together when they sum to more than 1), `patience` the median
-user turns (rounded, at least 1), `words_per_turn` the median, and `examples` up to
+gave a fact), `clarify_rate` the share of all its sessions' answers to an agent question that
+ask back (pooled: a session with more answers counts more), the four reaction rates the
+profile's mean reaction shares (scaled down together when they sum to more than 1), `patience`
+the 90th percentile of its sessions' user turns, rounded up (a session that ended satisfied
+says only that its user had at least that much patience, so the median would have simulated
+users give up where most real ones were still going), `words_per_turn` the median, and
+`examples` up to
 `EXAMPLES` short user messages of the profile's sessions with secrets masked. The profile's
 name and session count are in the persona's `description`, its traffic share is its `share`
 (what a task's `persona: {mix: FOLDER}` weighs it by).
@@ -15,13 +19,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
-from harness.production.behaviour import measure_conversation, sessions
+from harness.production.behaviour import SessionBehaviour, measure_conversation, sessions
 from harness.production.calls import CallRecord, Filters, Unreadable
 from harness.production.profiles import Profile, profiles
 from harness.secrets import redact
@@ -42,8 +47,24 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "profile"
 
 
-def behaviour_of(profile: Profile, examples: list[str]) -> dict[str, Any]:
-    """The `behaviour:` mapping of a persona playing the profile (see the module's doc)."""
+def clarify_rate(sessions: Sequence[SessionBehaviour]) -> float:
+    """Share of the sessions' answers to an agent question that ask back (0 without any)."""
+    answers = sum(b.answers for b in sessions)
+    asked = sum((b.clarify or 0.0) * b.answers for b in sessions)
+    return asked / answers if answers else 0.0
+
+
+def patience(sessions: Sequence[SessionBehaviour]) -> int:
+    """The 90th percentile of the sessions' user turns, rounded up, at least 1."""
+    turns = [b.user_turns for b in sessions]
+    return max(1, math.ceil(float(np.percentile(turns, 90)))) if turns else 1
+
+
+def behaviour_of(
+    profile: Profile, examples: list[str], sessions: Sequence[SessionBehaviour] = ()
+) -> dict[str, Any]:
+    """The `behaviour:` mapping of a persona playing the profile (see the module's doc), from
+    its sessions' measures (without them: the profile's mean `clarify` and median turns)."""
     mean, median = profile.mean, profile.median
     rates = {field: mean.get(name) or 0.0 for name, field in REACTION_RATES.items()}
     total = sum(rates.values())
@@ -53,16 +74,23 @@ def behaviour_of(profile: Profile, examples: list[str]) -> dict[str, Any]:
     words = median.get("words_per_turn")
     return {
         "disclosure_first": round(1.0 if disclosure is None else disclosure, 3),
-        "clarify_rate": round(mean.get("asks_back") or 0.0, 3),
+        "clarify_rate": round(
+            clarify_rate(sessions) if sessions else mean.get("clarify") or 0.0, 3
+        ),
         # rounded down, so that they still sum to at most 1
         **{field: math.floor(value * 1000) / 1000 for field, value in rates.items()},
-        "patience": max(1, round(median.get("user_turns") or 1)),
+        "patience": patience(sessions) if sessions else max(1, round(median["user_turns"] or 1)),
         **({"words_per_turn": round(words, 1)} if words else {}),
         "examples": examples,
     }
 
 
-def persona_data(profile: Profile, name: str, examples: list[str]) -> dict[str, Any]:
+def persona_data(
+    profile: Profile,
+    name: str,
+    examples: list[str],
+    sessions: Sequence[SessionBehaviour] = (),
+) -> dict[str, Any]:
     """A persona file's content for the profile, checked against the persona schema."""
     data = {
         "kind": "persona",
@@ -71,7 +99,7 @@ def persona_data(profile: Profile, name: str, examples: list[str]) -> dict[str, 
         f"sessions, {profile.share:.0%} of traffic (share {profile.share:.3f}).",
         "model": "scripted",
         "share": round(profile.share, 3),
-        "behaviour": behaviour_of(profile, examples),
+        "behaviour": behaviour_of(profile, examples, sessions),
     }
     Persona.model_validate(data)
     return data
@@ -96,6 +124,7 @@ def mine_personas(
             if m.role == "user" and isinstance(m.content, str)
         ]
     found = profiles(measured, seed=seed)
+    by_key = {b.key: b for b in measured}
     if not found:
         return []
     out.mkdir(parents=True, exist_ok=True)
@@ -116,10 +145,11 @@ def mine_personas(
                     break
             if len(examples) == EXAMPLES:
                 break
+        members = [by_key[key] for key in profile.keys]
         path = out / f"{name}.yaml"
         path.write_text(
             yaml.safe_dump(
-                persona_data(profile, name, examples), sort_keys=False, allow_unicode=True
+                persona_data(profile, name, examples, members), sort_keys=False, allow_unicode=True
             ),
             encoding="utf-8",
         )

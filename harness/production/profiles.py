@@ -1,14 +1,16 @@
 """Sessions' measured behaviour clustered into a few user profiles, with their share of traffic.
 
 Sessions are clustered on the traits every session shows (`CLUSTERED`: information pattern,
-clarification, patience, style), not on their reactions to agent errors: those exist only for
-sessions with an error, and are the 0/1 outcome of one or two events there, so clustering on
-them splits one population by chance outcomes; they are each profile's rates instead (mean
-over its sessions that had an error). Populations that differ only in how they react to errors
-are therefore one profile, with the mixed rates.
+patience, style), not on their reactions to agent errors nor on how often they ask back: those
+are the outcomes of the one to three chances a session gives (an agent error, a question),
+so clustering on them splits one population by chance outcomes (a population asking back in 20%
+of its answers becomes "askers" and "non-askers"); they are each profile's rates instead (mean
+over its sessions that had the chance). Populations that differ only in those are therefore
+one profile, with the mixed rates.
 
 The traits (booleans as 0/1; a missing value, such as the disclosure share of a session
-without facts, takes the mean of the sessions that have one) are standardised, and k-means
+without facts, takes the mean of the sessions that have one) are put in natural units
+(`UNITS`: shares as they are, turns and words scaled to a clear difference), and k-means
 (k-means++ seeding, a fixed seed, a few restarts) is run for k = 2..4; the k kept has the best
 mean silhouette (computed on at most `SILHOUETTE_SAMPLE` sessions), and the sessions are one
 profile unless that silhouette reaches `MIN_SILHOUETTE`. A profile reports the mean and median
@@ -29,7 +31,13 @@ MIN_SILHOUETTE = 0.25  # below it, the sessions are one population
 SILHOUETTE_SAMPLE = 2000
 RESTARTS = 4
 ITERATIONS = 100
-CLUSTERED = tuple(n for n in NUMERIC if n not in REACTIONS)
+# What one unit of difference is on each clustered dimension: a share differs by 1 at most, a
+# session by 5 user turns or 10 words per turn is a clearly different user. Not standardised:
+# scaling by the spread would make a rare small proxy (typos in a few sessions of one
+# population) as decisive as front-loading, and split a population on noise.
+UNITS = {"user_turns": 5.0, "words_per_turn": 10.0}
+OUTCOMES = (*REACTIONS, "asks_back", "question_rate", "clarify")  # per-chance outcomes
+CLUSTERED = tuple(n for n in NUMERIC if n not in OUTCOMES)
 
 
 class Profile(BaseModel):
@@ -52,8 +60,7 @@ class Profile(BaseModel):
 def matrix(
     behaviours: Sequence[SessionBehaviour], dimensions: Sequence[str] = CLUSTERED
 ) -> np.ndarray:
-    """Sessions x dimensions, standardised (mean 0, standard deviation 1; a constant
-    dimension is all 0); a missing value takes the dimension's mean before standardising."""
+    """Sessions x dimensions in `UNITS` (a missing value takes the dimension's mean)."""
     raw = np.array(
         [
             [np.nan if (v := getattr(b, n)) is None else float(v) for n in dimensions]
@@ -65,8 +72,7 @@ def matrix(
     counts = known.sum(axis=0)
     means = np.where(counts > 0, np.nansum(raw, axis=0) / np.maximum(counts, 1), 0.0)
     filled = np.where(known, raw, means)
-    spread = filled.std(axis=0)
-    return (filled - filled.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
+    return filled / np.array([UNITS.get(n, 1.0) for n in dimensions])
 
 
 def _distances(points: np.ndarray, centres: np.ndarray) -> np.ndarray:

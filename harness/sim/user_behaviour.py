@@ -124,8 +124,8 @@ def behaviour_instructions(
         )
     if behaviour.clarify_rate:
         lines.append(
-            f"- In {percent(behaviour.clarify_rate)} of your replies, ask back (what the agent "
-            "means, why it needs something) instead of answering."
+            f"- In {percent(behaviour.clarify_rate)} of your answers to the agent's questions, "
+            "ask back (what the agent means, why it needs something) instead of answering."
         )
     else:
         lines.append("- Answer the agent's questions directly; do not ask back.")
@@ -204,9 +204,11 @@ class BehaviourPlayer:
         agent = turns[-1].content if turns[-1].role == "user" else ""
         if AGENT_FAILED.search(agent):
             return self.react()
+        if "?" not in agent:
+            return None
         if self.behaviour.clarify_rate and self.rng.random() < self.behaviour.clarify_rate:
             return ASK_BACK
-        if "?" in agent and keys:
+        if keys:
             key = asked_for(agent, keys)
             return say_fact(key, self.scenario.known_info[key])
         return None

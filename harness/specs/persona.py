@@ -130,9 +130,9 @@ class Behaviour(Spec):
         default=0.0,
         ge=0,
         le=1,
-        description="Share of the user's later turns, other than reactions to an agent error, "
-        "that ask back (what the agent means, why it needs something) instead of answering; "
-        "the fact asked for then comes with the next question.",
+        description="Share of the user's answers to an agent question (not an error or "
+        "refusal) that ask back (what the agent means, why it needs something) instead of "
+        "answering; the fact asked for then comes with the next question.",
     )
     pushback_rate: float = Field(
         default=0.0,
