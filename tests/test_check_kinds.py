@@ -80,6 +80,10 @@ REFERENCES = {
             state_values={("expect",): ("$", {"orders": {}, "refunds": []})},
         ),
     ),
+    "end_state": (
+        {"kind": "end_state", "nothing_else_changed": ["$.orders"], "ignore": ["$.today"]},
+        References(state_paths={("nothing_else_changed", 0): "$.orders", ("ignore", 0): "$.today"}),
+    ),
     "tool_called": (
         {"kind": "tool_called", "tool": "get_order", "args": {"order_id": "O-1"}},
         References(

@@ -76,7 +76,9 @@ async def grade_run(
             with engine.tracer.span(
                 "harness.grade", {"task_id": case.task.id}, span_attributes, parent=parent
             ) as span:
-                context = CheckContext(case.task, engine.runtime, judge, engine.unsafe_checkers)
+                context = CheckContext(
+                    case.task, engine.runtime, judge, engine.unsafe_checkers, case.domain
+                )
                 verdict = await grade(transcript, context)
                 if span is not None:
                     span.output = verdict

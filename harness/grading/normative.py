@@ -12,8 +12,22 @@ from harness.transcript import EndReason, Transcript
 async def grade(transcript: Transcript, context: CheckContext) -> Verdict:
     """Run every check of the task on one episode (concurrently) and decide its verdict."""
     checks = context.task.checks
-    results = await asyncio.gather(*(run_check(c, transcript, context) for c in checks))
-    return decide(transcript, list(results))
+    results = list(await asyncio.gather(*(run_check(c, transcript, context) for c in checks)))
+    end = context.task.end
+    if end.require and transcript.error is None:
+        results.append(end_result(transcript, end.require, end.admits(transcript.end_reason)))
+    return decide(transcript, results)
+
+
+def end_result(transcript: Transcript, required: list[str], admitted: bool) -> CheckResult:
+    """The task's `end.require` as a hard check result: how the episode ended, against it."""
+    reason = (
+        f"the episode ended with {transcript.end_reason.value}; required: {', '.join(required)}"
+    )
+    return CheckResult(
+        name="end", kind="end", outcome="pass" if admitted else "fail", score=float(admitted),
+        reason=reason,
+    )  # fmt: skip
 
 
 def decide(transcript: Transcript, results: list[CheckResult]) -> Verdict:

@@ -340,8 +340,9 @@ def _bind(loaded: Loaded[Task], domain: type[Environment]) -> type[Environment] 
 
 
 def _check_references(loaded: Loaded[Task], domain: type[Environment]) -> None:
-    """The tools, checker files and state fields the checks name must exist in the domain
-    (bound to the task's start state, whose data may declare tools)."""
+    """The tools, checker files and state fields the checks name, and the gold actions' tools
+    and argument names, must exist in the domain (bound to the task's start state, whose data
+    may declare tools)."""
     task = loaded.spec
     known = domain.tool_names()
     problems = [
@@ -363,6 +364,17 @@ def _check_references(loaded: Loaded[Task], domain: type[Environment]) -> None:
         for index, check in enumerate(task.checks)
         for field, message in check.reference_problems().items()
     ]
+    for index, action in enumerate(task.gold_actions):
+        where = ("gold_actions", index)
+        if action.tool not in known:
+            unknown = f"unknown tool '{action.tool}'; known: {', '.join(known)}"
+            problems.append(loaded.problem((*where, "tool"), unknown))
+            continue
+        problems += [
+            loaded.problem((*where, "arguments", name), message)
+            for name in action.arguments
+            if (message := _unknown_parameter(domain, action.tool, name)) is not None
+        ]
     if domain.State is not None:
         problems += _state_problems(loaded, domain.State)
         problems += _state_value_problems(loaded, domain.State)

@@ -9,6 +9,15 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 
+def omit_empty(data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """A dump without the fields `names` while they are empty (None, [], {}): a spec's content
+    hash (which the gate compares with its baseline's) stays what it was before they existed."""
+    for name in names:
+        if name in data and data[name] in (None, [], {}):
+            del data[name]
+    return data
+
+
 class Spec(BaseModel):
     """A model read from a user's YAML file. Unknown fields are rejected so typos surface."""
 

@@ -24,6 +24,7 @@ from harness.specs.located import PathKey
 # The one list of built-in kinds, in the order error messages and the JSON Schema show them.
 BUILTIN_KINDS = (
     "state",
+    "end_state",
     "tool_called",
     "tool_order",
     "text",

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import (
+    ConfigDict,
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    field_validator,
+    model_serializer,
+)
 
 from harness.defaults import STOP_SIGNALS
-from harness.specs.base import Spec
+from harness.specs.base import Spec, omit_empty
 from harness.specs.checks import check_union
 from harness.specs.persona import Persona
 from harness.transcript import Message
@@ -80,6 +88,12 @@ class Start(Spec):
     )
 
 
+EndRequirement = Literal[
+    "stop", "user_stop", "transfer", "out_of_scope", "agent_handoff", "max_turns", "timeout"
+]
+STOPPED = ("user_stop", "transfer", "out_of_scope", "agent_handoff")  # `require: [stop]`
+
+
 class End(Spec):
     """How the episode ends."""
 
@@ -90,6 +104,32 @@ class End(Spec):
         description="Text in a user message that ends the episode.",
     )
     max_seconds: float = Field(default=300, gt=0, description="Wall-time limit of the episode.")
+    require: list[EndRequirement] = Field(
+        default_factory=list,
+        description="How the episode must end for the task to pass: end reasons (`user_stop`, "
+        "`transfer`, `out_of_scope`, `agent_handoff`, `max_turns`, `timeout`), or `stop` for "
+        "any ended by a stop signal or a hand-off (tau-bench scores an episode that hit the "
+        "turn limit 0). Another ending fails the task, whatever its checks say.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return omit_empty(handler(self), ("require",))
+
+    def admits(self, reason: str) -> bool:
+        """Whether an episode that ended with `reason` meets `require` (always, when empty)."""
+        return (
+            not self.require
+            or reason in self.require
+            or ("stop" in self.require and reason in STOPPED)
+        )
+
+
+class GoldAction(Spec):
+    """One tool call of the task's reference solution."""
+
+    tool: str = Field(description="The tool, by name.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Its arguments.")
 
 
 class Provenance(Spec):
@@ -138,6 +178,11 @@ class Task(Spec):
     start: Start = Field(default_factory=Start, description="Start conditions.")
     end: End = Field(default_factory=End, description="End conditions.")
     checks: list[Check] = Field(description="How the episode is graded.")
+    gold_actions: list[GoldAction] = Field(
+        default_factory=list,
+        description="The reference solution's tool calls, in order: an `end_state` check with "
+        "`gold: true` expects the start state with them replayed through the domain's tools.",
+    )
     source: Provenance | None = Field(
         default=None, description="For a task made from production traces: its provenance."
     )
@@ -148,6 +193,10 @@ class Task(Spec):
         model is built on first use (pydantic rebuilds it then), with `Check` resolved here."""
         namespace = {"Check": check_union(), **(kwargs.pop("_types_namespace", None) or {})}
         return super().model_rebuild(_types_namespace=namespace, **kwargs)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return omit_empty(handler(self), ("gold_actions",))
 
     @field_validator("checks")
     @classmethod

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.grading.result import CheckResult, Finding
 from harness.models import ModelRuntime
@@ -22,6 +22,9 @@ from harness.specs.agent import ModelRef
 from harness.specs.checks import CheckBase, kind_name, register_kind
 from harness.specs.task import Task
 from harness.transcript import Side, Transcript
+
+if TYPE_CHECKING:
+    from harness.domains import Environment
 
 
 @dataclass
@@ -34,6 +37,8 @@ class CheckContext:
     # Checker code may run without OS isolation where there is none (`--unsafe-checkers`, a
     # grade node's `sandbox: none`); otherwise it is refused.
     unsafe_checkers: bool = False
+    # the domain class the suite resolved for the task (None: resolve it from `task.domain`)
+    domain: type[Environment] | None = None
 
 
 Handler = Callable[[Any, Transcript, CheckContext], Any]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+import string
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Outcome
+from harness.specs.base import omit_empty
 from harness.specs.checks import CheckBase
 from harness.transcript import Transcript
 
@@ -24,6 +26,16 @@ class TextCheck(CheckBase):
     scope: Literal["any", "final"] = Field(
         default="any", description="Search every assistant message, or only the final one."
     )
+    normalize: list[Literal["case", "commas", "whitespace", "punctuation"]] = Field(
+        default_factory=list,
+        description="Normalise the replies (and `contains`) before matching: `case` folds "
+        "case, `commas` removes commas (1,000 reads 1000, as tau-bench's communicate_info "
+        "check reads), `whitespace` collapses runs of spaces, `punctuation` removes it.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return omit_empty(handler(self), ("normalize",))
 
     @model_validator(mode="after")
     def _one_criterion(self) -> TextCheck:
@@ -41,15 +53,33 @@ class TextCheck(CheckBase):
         return self
 
 
+PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def normalized(text: str, how: list[str]) -> str:
+    """The text as `normalize` asks: case folded, commas or punctuation removed, whitespace
+    collapsed, in that order."""
+    if "case" in how:
+        text = text.casefold()
+    if "punctuation" in how:
+        text = text.translate(PUNCTUATION)
+    elif "commas" in how:
+        text = text.replace(",", "")
+    if "whitespace" in how:
+        text = " ".join(text.split())
+    return text
+
+
 @register_check(TextCheck)
 def check_text(
     spec: TextCheck, transcript: Transcript, context: CheckContext
 ) -> tuple[Outcome, str]:
-    texts = transcript.assistant_texts()
+    texts = [normalized(t, spec.normalize) for t in transcript.assistant_texts()]
     if spec.scope == "final":
         texts = texts[-1:]
     flags = re.IGNORECASE if spec.ignore_case else 0
-    pattern = spec.regex if spec.regex is not None else re.escape(spec.contains or "")
+    wanted = normalized(spec.contains or "", spec.normalize)
+    pattern = spec.regex if spec.regex is not None else re.escape(wanted)
     found = next((t for t in texts if re.search(pattern, t, flags)), None)
     target = f"/{spec.regex}/" if spec.regex is not None else repr(spec.contains)
     where = "the final reply" if spec.scope == "final" else "the agent's replies"
