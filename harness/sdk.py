@@ -30,7 +30,9 @@ in an installed package's entry points (`harness.domains`, `harness.checks`,
 
 - A domain raises `ToolError` for a refusal the agent sees, `ToolUnavailable` (or lets a
   `ToolTimeout` happen) when the tool's back end failed: an error of the tool side, never the
-  agent's fail. A domain that also plays tasks made from production traces mixes in
+  agent's fail; any other exception reaches the agent as `Error: ValueError: bad date`. A tool's
+  parameters are described by `Annotated[str, Field(description="...")]` or the docstring's
+  `Args:` section. A domain that also plays tasks made from production traces mixes in
   `TraceReplay` (`class Shop(TraceReplay, Environment)`) for its hooks.
 - A check kind whose fields name tools, files or state paths overrides `references()` to return
   `References`, so `harness validate` checks them. Its handler gets the spec, the `Transcript`

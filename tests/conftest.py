@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from harness.sim.suite import TaskCase
+    from harness.specs.agent import AgentVariant
     from harness.testing.fake_server import FakeServer
+    from harness.transcript import Transcript
 
 os.environ.update(
     WANDB_MODE="disabled",
@@ -171,3 +174,31 @@ def listener():
     server.settimeout(0.3)
     yield server
     server.close()
+
+
+def play_case(case: TaskCase, variant: AgentVariant) -> Transcript:
+    """One episode of a loaded task by an agent variant, in this process (quick retries-free
+    model calls), as the engine plays it."""
+    import asyncio
+
+    from harness.models import CallPolicy, ModelRuntime
+    from harness.sim.agent import make_agent
+    from harness.sim.episode import EpisodeSpec, run_episode
+
+    runtime = ModelRuntime(policy=CallPolicy(timeout_s=5, max_retries=0, backoff_base_s=0.01))
+
+    async def go() -> Transcript:
+        try:
+            spec = EpisodeSpec(
+                task=case.task,
+                persona=case.persona,
+                agent=make_agent(variant, runtime),
+                variant_hash="h",
+                initial_state=case.state,
+                runtime=runtime,
+            )
+            return await run_episode(spec)
+        finally:
+            await runtime.aclose()
+
+    return asyncio.run(go())

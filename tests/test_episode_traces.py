@@ -101,7 +101,6 @@ def test_episode_outputs_are_the_stored_transcripts_and_verdicts(recorded) -> No
     results = Store(store)
     stored = {(t.task_id, t.trial): t for t, _, _ in results.transcripts(run_id)}
     verdicts = {(v.task_id, v.trial): v for v in results.latest_verdicts(run_id)}
-    results.close()
     tracer = Tracer(open_local_client(traces))
     try:
         episodes = list(tracer.client.get_calls(filter={"op_names": ["harness.episode"]}))
@@ -111,8 +110,12 @@ def test_episode_outputs_are_the_stored_transcripts_and_verdicts(recorded) -> No
         tracer.close()
     assert len(episodes) == 4
     for episode in episodes:
-        transcript = from_trace(episode.output)
+        # a trace keeps what the episode changed: the final state is rebuilt from the store's
+        # start state, and is the final state the store rebuilds
+        transcript = from_trace(episode.output, results.state)
         assert transcript == stored[(transcript.task_id, transcript.trial)]
+        assert transcript.final_state and "final_state" not in episode.output
+    results.close()
     for grade in grades:
         verdict = Verdict.model_validate(plain(grade.output))
         assert verdict == verdicts[(verdict.task_id, verdict.trial)]

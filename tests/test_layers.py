@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
         "outcomes",
         "imports",
         "project",
+        "state_diff",
     },
     {"tracing"},
     {"models", "domains", "testing"},

@@ -112,7 +112,8 @@ HOSTILE = {
     "shell": (
         SHELL,
         "forbidden: importing _posixsubprocess",
-        r"the checker left 2 process\(es\) running \((sh, )?sleep\)",
+        # the shell, and its sleep unless the check ended before the shell started it
+        r"the checker left (2 process\(es\) running \((sh, )?sleep|1 process\(es\) running \(sh)\)",
     ),
     "30 sleepers": (
         SLEEPERS,

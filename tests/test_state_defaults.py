@@ -14,13 +14,11 @@ from harness.domains import Environment, tool
 from harness.domains.replay import ReplayState
 from harness.grading.checks import CheckContext
 from harness.grading.normative import grade
-from harness.models import CallPolicy, ModelRuntime
-from harness.sim.agent import make_agent
-from harness.sim.episode import EpisodeSpec, run_episode
 from harness.sim.suite import TaskCase, load_suite
 from harness.sim.taskset import content_hash
 from harness.specs.load import load_agent
 from harness.transcript import EndReason, Transcript
+from tests.conftest import play_case
 
 
 class Booking(BaseModel):
@@ -83,23 +81,7 @@ def play(case: TaskCase, tmp_path: Path) -> Transcript:
     agent_file = tmp_path / "agent.yaml"
     agent_file.write_text("kind: agent\nname: mine\nrunner: python\nentry: agent.py:respond\n")
     variant = load_agent(agent_file).spec
-    runtime = ModelRuntime(policy=CallPolicy(timeout_s=5, max_retries=0, backoff_base_s=0.01))
-
-    async def go() -> Transcript:
-        try:
-            spec = EpisodeSpec(
-                task=case.task,
-                persona=case.persona,
-                agent=make_agent(variant, runtime),
-                variant_hash="h",
-                initial_state=case.state,
-                runtime=runtime,
-            )
-            return await run_episode(spec)
-        finally:
-            await runtime.aclose()
-
-    return asyncio.run(go())
+    return play_case(case, variant)
 
 
 def test_tools_and_state_checks_see_the_defaults_a_task_leaves_out(tmp_path: Path) -> None:

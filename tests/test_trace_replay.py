@@ -526,7 +526,7 @@ def test_the_replay_domain_answers_what_production_answered() -> None:
     assert call(order_id="O-1") == (False, '{"status": "delivered"}')
     assert call(order_id="O-9") == (
         True,
-        "Error: lookup_order failed: KeyError: 'Order O-9 not found'",
+        "Error: KeyError: 'Order O-9 not found'",
     )
     assert call(order_id="O-5") == (
         True,
@@ -605,7 +605,7 @@ def test_no_error_fails_on_the_error_at_the_tool_or_a_crash() -> None:
         role="tool",
         tool_call_id="c1",
         name="issue_refund",
-        content="Error: issue_refund failed: KeyError: 'Order O-9 not found'",
+        content="Error: KeyError: 'Order O-9 not found'",
         is_error=True,
     )
     other = Message(
@@ -653,7 +653,7 @@ def test_no_false_success_fails_a_claim_after_an_error_value_or_a_tool_error() -
         answered('{"ok": false, "message": "no licences"}'),
         answered('{"status_code": 503, "message": "down"}'),
         answered('"PermissionError: access denied"'),
-        answered("Error: reset_password failed: TimeoutError", is_error=True),
+        answered("Error: TimeoutError", is_error=True),
     ):
         assert grade(check, transcript([asked, failed, done]))[0] == "fail", failed.content
     sent = answered('{"ok": true, "sent_to": "jane@corp.example"}')

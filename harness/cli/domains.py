@@ -35,8 +35,8 @@ def domains_show(
         str, typer.Argument(help="A registered name, package.module:Class or file.py:Class.")
     ],
 ) -> None:
-    """A domain's description, policy, tools with their JSON-schema parameters, and the JSON
-    Schema of its state when it declares one."""
+    """A domain's description, policy, tools with their parameters' descriptions and JSON-schema
+    parameters, and the JSON Schema of its state when it declares one."""
     from harness.domains import UnknownDomain, resolve_domain
     from harness.domains.describe import describe
 
@@ -52,6 +52,9 @@ def domains_show(
     typer.echo("\ntools:")
     for spec in info.tools:
         typer.echo(f"  {spec.name}: {spec.description.splitlines()[0] if spec.description else ''}")
+        for parameter, schema in spec.parameters.get("properties", {}).items():
+            if isinstance(schema, dict) and schema.get("description"):
+                typer.echo(f"    {parameter}: {schema['description']}")
         typer.echo("    " + json.dumps(spec.parameters))
     if info.state_schema is not None:
         typer.echo("\nstate (JSON Schema):")

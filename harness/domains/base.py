@@ -9,10 +9,12 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
+from harness.domains.docstrings import parse_tool_doc
 from harness.registry import Registry
 from harness.specs.located import copy_data
 from harness.tracing import child_span
@@ -29,8 +31,9 @@ class ToolUnavailable(Exception):
     not be served at all, as opposed to `ToolError`, a refusal the agent sees and may act on.
     It ends the episode as an `error` of the tool side under every agent runner (llm, python,
     http), never as a failure of the agent, with the message as the episode's error: say what
-    failed. Any other exception a tool raises is a bug of the tool, shown to the agent as the
-    result (`Error: <tool> failed: ...`)."""
+    failed. Any other exception a tool raises is a bug of the tool, shown to the agent as an
+    error result it may act on: the exception's type and message, `Error: ValueError: bad
+    date` (the type alone when the message is empty), never a traceback."""
 
 
 class ToolTimeout(ToolUnavailable):
@@ -49,13 +52,38 @@ class ToolOutcome:
 
 def tool(method: Callable[..., Any]) -> Callable[..., Any]:
     """Mark an environment method as a tool. Its type hints become the JSON-schema parameters
-    and its docstring the description."""
+    and its docstring the description. A parameter's description comes from its hint,
+    `Annotated[str, Field(description="...")]` (pydantic's `Field`; a plain string,
+    `Annotated[str, "..."]`, also does), else from the docstring's parameter section: Google's
+    `Args:` (`name: text`, or `name (type): text`, continuation lines indented further), or
+    NumPy's `Parameters` / Sphinx's `:param name:`. A docstring with such a section loses it,
+    and its `Returns:` and `Raises:` sections, from the description; the summary and body stay."""
     method.__is_tool__ = True  # type: ignore[attr-defined]
     return method
 
 
+def _raised(exc: BaseException) -> str:
+    """An exception as an agent reads it: `ValueError: bad date`, or `ValueError` alone when it
+    has no message."""
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
 class _BadArguments(ValueError):
     """Arguments a tool's parameters refuse; the message lists what is wrong."""
+
+
+def _described(hint: Any, default: Any, documented: str | None) -> Any:
+    """A parameter's type, carrying its description: a pydantic `Field(description=...)` (in
+    `Annotated` or as the default) as given, else the plain string of `Annotated[T, "text"]`,
+    else the text of the docstring's parameter section."""
+    metadata = typing.get_args(hint)[1:] if typing.get_origin(hint) is Annotated else ()
+    fields = [m for m in (*metadata, default) if isinstance(m, FieldInfo)]
+    if any(f.description is not None for f in fields):
+        return hint
+    texts = [m for m in metadata if isinstance(m, str)]
+    text = texts[-1] if texts else documented
+    return Annotated[hint, Field(description=text)] if text else hint
 
 
 class _Tool:
@@ -64,11 +92,13 @@ class _Tool:
     def __init__(self, name: str, method: Callable[..., Any]):
         self.name = name
         self.is_async = inspect.iscoroutinefunction(method)
-        hints = typing.get_type_hints(method)
+        hints = typing.get_type_hints(method, include_extras=True)
+        doc = parse_tool_doc(inspect.getdoc(method) or "")
         fields: dict[str, Any] = {}
         for param in list(inspect.signature(method).parameters.values())[1:]:
             default = ... if param.default is inspect.Parameter.empty else param.default
-            fields[param.name] = (hints.get(param.name, Any), default)
+            hint = _described(hints.get(param.name, Any), default, doc.parameters.get(param.name))
+            fields[param.name] = (hint, default)
         self.arguments = create_model(
             f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
         )
@@ -76,8 +106,7 @@ class _Tool:
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
-        description = inspect.getdoc(method) or ""
-        self.spec = ToolSpec(name=name, description=description, parameters=schema)
+        self.spec = ToolSpec(name=name, description=doc.description, parameters=schema)
 
     def parse(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The arguments to call the method with; `_BadArguments` says what is wrong."""
@@ -102,9 +131,11 @@ class Environment:
 
     domain: ClassVar[str] = ""
     description: ClassVar[str] = ""
-    """What the domain is, in a sentence: given to the simulated user and the judge."""
+    """What the domain is, in a sentence: given to the simulated user and the judge, and to the
+    agent where its variant's prompt says `{domain.description}`."""
     policy: ClassVar[str] = ""
-    """The rules an agent of this domain must follow: given to the judge."""
+    """The rules an agent of this domain must follow: given to the judge, and to the agent where
+    its variant's prompt says `{domain.policy}` (a python agent reads `tools.policy`)."""
     tool_timeout_s: ClassVar[float] = 30.0
     State: ClassVar[type[BaseModel] | None] = None
     _tools: ClassVar[dict[str, _Tool]]  # and tools described by data (`TraceReplay.with_tools`)
@@ -166,8 +197,8 @@ class Environment:
             raise ToolTimeout(f"tool {name} gave no result within {timeout_s:g}s") from None
         except ToolUnavailable:
             raise
-        except Exception as exc:
-            return ToolOutcome(f"Error: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        except Exception as exc:  # a bug of the tool: the agent sees what was raised
+            return ToolOutcome(f"Error: {_raised(exc)}", is_error=True)
         return ToolOutcome(json.dumps(result, sort_keys=True))
 
 

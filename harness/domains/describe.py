@@ -54,7 +54,8 @@ API_GUIDE = '''\
 
 A domain is the world your agent acts in: state plus the tools the agent may call on it.
 
-    from pydantic import BaseModel
+    from typing import Annotated
+    from pydantic import BaseModel, Field
     from harness.sdk import Environment, ToolError, ToolUnavailable, register_domain, tool
 
     class DeskState(BaseModel):          # optional: validates every task's start state,
@@ -64,12 +65,20 @@ A domain is the world your agent acts in: state plus the tools the agent may cal
     class Desk(Environment):
         domain = "desk"
         description = "An IT help desk."  # given to the simulated user and the judge
-        policy = "Close only tickets the user owns."   # given to the judge
-        State = DeskState
+        policy = "Close only tickets the user owns."   # given to the judge, and to the agent
+        State = DeskState                # where its prompt says {{domain.policy}}
 
-        @tool
-        def close_ticket(self, ticket_id: str) -> dict:
-            """Close a ticket."""        # the tool's description, as the agent sees it
+        @tool                            # a parameter's description: Annotated with a Field,
+        def close_ticket(                # or the docstring's Args: section
+            self,
+            ticket_id: Annotated[str, Field(description="The ticket's id, e.g. T-7.")],
+            note: str = "",
+        ) -> dict:
+            """Close a ticket.
+
+            Args:
+                note: Why it was closed, in the user's words.
+            """                          # the description the agent sees: "Close a ticket."
             if self.state.get("outage"):         # the back end failed: an error, not the agent's
                 raise ToolUnavailable("ticket service refused the connection")
             if ticket_id not in self.state["tickets"]:
@@ -109,7 +118,9 @@ A task names its domain by a registered name, by `package.module:Desk`, or by
 async: `conversation` is a list of `{{"role": "user" | "assistant", "content": str}}`;
 `tools.call(name, **arguments)` (`await tools.acall(...)` when async) runs a tool of the domain
 and returns its JSON result or raises `ToolError`; `tools.specs` are the tools in OpenAI form;
-`tools.variant` is the agent variant (its prompt, skills, parameters). Return the reply as a
+`tools.variant` is the agent variant (its prompt, skills, parameters); `tools.system_prompt` its
+prompt and skills as the llm runner sends them (`{{domain.policy}}`, `{{domain.description}}`
+filled in); `tools.policy` the domain's policy ("" if none). Return the reply as a
 string, or a dict with `content`. An exception your code raises is an agent crash (a fail). A
 tool whose infrastructure failed raises `ToolUnavailable` (or `ToolTimeout`) instead: the turn
 then ends as an `error` of the tool side, never counted against your agent, whether your code

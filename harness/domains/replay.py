@@ -16,7 +16,7 @@ free-text summary the model words its own way is ignored) or `ignore: [...]` (al
 
 When production made a call several times (or several recordings share the looser key), the
 recordings answer in recorded order and the last one repeats. A recorded error answers as a
-tool error (`<tool> failed: KeyError: ...`), as the tool raised it in production. A call
+tool error (`Error: KeyError: ...`), as a tool raising it in the harness is shown. A call
 production never made answers with the `fallback` given for its tool (or for `*`), else with a
 tool error naming the tool and its arguments, so the agent under test can react; a subclass may
 override `unseen` to answer such calls in code.
@@ -222,7 +222,7 @@ class ReplayEnvironment(TraceReplay, Environment):
         answer = recorded[min(self._asked[key], len(recorded) - 1)]
         self._asked[key] += 1
         if answer.error is not None:
-            raise ToolError(f"{name} failed: {answer.error}")
+            raise ToolError(answer.error)  # `Type: message`, as a tool raising it is shown
         return answer.result
 
     def unseen(self, name: str, arguments: dict[str, Any]) -> Any:

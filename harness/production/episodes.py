@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.defaults import TRACE_STORE
 from harness.grading.result import Verdict
+from harness.state_diff import apply_changes, changes_between, state_digest
 from harness.tracing import Tracer, open_local_client
 from harness.transcript import Transcript
 
@@ -73,21 +75,36 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def trace_view(transcript: Transcript) -> dict[str, Any]:
+def trace_view(transcript: Transcript, start: dict[str, Any] | None = None) -> dict[str, Any]:
     """An episode call's output: the Transcript, with its final state as one JSON text (a
-    state has hundreds of values, and weave pays for each one it records)."""
-    view = transcript.model_dump(mode="json", exclude_defaults=True)
-    view["final_state"] = json.dumps(transcript.final_state, sort_keys=True)
+    state has hundreds of values, and weave pays for each one it records); given the state it
+    started from, only what changed (`state_changes`) and the start state's digest
+    (`start_state`, as the results store keeps it): a trace costs what the episode changed, not
+    the size of the database it ran on."""
+    view = transcript.model_dump(mode="json", exclude_defaults=True, exclude={"final_state"})
+    if start is None:
+        view["final_state"] = json.dumps(transcript.final_state, sort_keys=True)
+    else:
+        changes = changes_between(start, transcript.final_state)
+        view["start_state"] = state_digest(start)
+        view["state_changes"] = json.dumps(changes, sort_keys=True, default=str)
     return view
 
 
-def from_trace(output: Any) -> Transcript | None:
-    """The Transcript an episode call recorded (see `trace_view`)."""
+def from_trace(
+    output: Any, start_state: Callable[[str], dict[str, Any]] | None = None
+) -> Transcript | None:
+    """The Transcript an episode call recorded (see `trace_view`). A final state recorded as
+    changes is rebuilt from the start state `start_state` gives for its digest (a results
+    store's `state`); without it, the final state is left empty."""
     output = _plain(output)
     if not isinstance(output, dict):
         return None
     if isinstance(output.get("final_state"), str):
         output["final_state"] = json.loads(output["final_state"])
+    digest, changes = output.pop("start_state", None), output.pop("state_changes", None)
+    if start_state is not None and digest is not None and changes is not None:
+        output["final_state"] = apply_changes(start_state(digest), json.loads(changes))
     return Transcript.model_validate(output)
 
 

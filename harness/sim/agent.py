@@ -1,12 +1,16 @@
 """Agents under test, one runner per kind, chosen by the variant's `runner`:
 
-- `llm`: the built-in tool-calling loop driven by the variant (prompt, skills, tools, model).
+- `llm`: the built-in tool-calling loop driven by the variant (prompt, skills, tools, model); the
+  prompt's `{domain.policy}` and `{domain.description}` are those of the task's domain.
 - `python`: your own code, `entry: module:function` (sync or async), called once per user turn
   as `function(conversation, tools)`:
     * `conversation` is a list of `{"role": "user" | "assistant", "content": str}` dicts, the
       visible conversation so far, newest last;
     * `tools` is a `ToolHandle`: `tools.specs` (OpenAI-format tool schemas), `tools.variant`
-      (the resolved variant: system prompt, skills, parameters), and `tools.call(name, **args)`
+      (the resolved variant: system prompt, skills, parameters), `tools.system_prompt` (the
+      variant's prompt and skills as the llm runner sends them, `{domain.policy}` and
+      `{domain.description}` filled), `tools.policy` (the domain's policy, the rules the judge
+      holds the agent to; "" when it has none), and `tools.call(name, **args)`
       (sync agents) / `await tools.acall(name, **args)` (async agents), which run a tool of the
       environment, record the call in the transcript, and return its JSON result or raise
       `ToolError` with the environment's refusal;
@@ -45,7 +49,7 @@ from harness.models import ChatModel, CompletionParams, ModelRuntime
 from harness.models.base import PROVIDERS, provider_name
 from harness.models.wire_openai import to_wire_tools
 from harness.registry import Registry
-from harness.specs.agent import AgentVariant
+from harness.specs.agent import AgentVariant, fill_domain
 from harness.specs.load import Loaded
 from harness.specs.located import SpecError, display
 from harness.specs.validation import suggestion
@@ -138,8 +142,9 @@ class LLMAgent:
         usage = Usage()
         tools = self.variant.described(env.tool_specs(self.variant.tools))
         params = _params(self.variant, seed, trial)
+        system = fill_domain(self.system_prompt, type(env))  # the domain of the task played
         for _ in range(self.variant.parameters.max_tool_steps):
-            prompt = [Message(role="system", content=self.system_prompt), *messages]
+            prompt = [Message(role="system", content=system), *messages]
             completion = await self.model.complete(prompt, tools, params)
             usage.add(completion.usage)
             reply = completion.message
@@ -180,6 +185,8 @@ class ToolHandle:
         loop: asyncio.AbstractEventLoop,
     ):
         self.variant = variant
+        self.policy = type(env).policy
+        self.system_prompt = variant.full_system_prompt(type(env))
         self.specs = to_wire_tools(variant.described(env.tool_specs(variant.tools or None)))
         self.names = [spec["function"]["name"] for spec in self.specs]
         self._env, self._messages, self._loop = env, messages, loop
@@ -268,7 +275,7 @@ class HTTPAgent:
     async def respond(
         self, messages: list[Message], env: Environment, seed: int = 0, trial: int = 0
     ) -> Usage:
-        system = self.variant.full_system_prompt()
+        system = self.variant.full_system_prompt(type(env))
         conversation = [Message(role="system", content=system)] if system else []
         conversation += [
             Message(role=m.role, content=m.content)

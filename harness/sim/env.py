@@ -17,21 +17,33 @@ from typing import Any
 
 from harness.domains import Environment, resolve_domain
 from harness.domains.trace_replay import for_state
-from harness.specs.overrides import deep_merge
+from harness.specs.located import copy_data
+from harness.specs.overrides import merge_into
 from harness.specs.references import read_json
 from harness.specs.task import Task
 
 SCALARS_TABLE = "_state"
 
 
-def initial_state(task: Task) -> dict[str, Any]:
-    """The start state: the state file, then the snapshot, then inline `state` over both."""
+def initial_state(task: Task, shared: bool = False) -> dict[str, Any]:
+    """The start state: the state file, then the snapshot, then inline `state` over both,
+    copied once. With `shared`, a state that is one file alone is the command's parse of it
+    (`read_json(copy=False)`), not a copy: the caller must not change it."""
+    start = task.start
+    parts: list[Any] = []
+    if start.state_file:
+        parts.append(read_json(Path(start.state_file), copy=not shared))
+    if start.state_db:
+        parts.append(read_snapshot(Path(start.state_db)))
+    if start.state or not parts:
+        parts.append(start.state)
+    if len(parts) == 1:  # a file read as asked, or a fresh snapshot, or the task's own state
+        only = parts[0]
+        return copy_data(only) if only is start.state and not shared else only
     state: dict[str, Any] = {}
-    if task.start.state_file:
-        state = deep_merge(state, read_json(Path(task.start.state_file)))
-    if task.start.state_db:
-        state = deep_merge(state, read_snapshot(Path(task.start.state_db)))
-    return deep_merge(state, task.start.state)
+    for part in parts:
+        state = merge_into(state, part)
+    return state
 
 
 def make_environment(

@@ -430,8 +430,8 @@ def _start_state(
     loaded: Loaded[Task], domain: type[Environment], states: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
     """The merged start state, validated against the domain's state model. Tasks that start
-    from the same files and inline state share one (validated once; an environment copies
-    the state it is given)."""
+    from the same files and inline state share one, within a command (validated once; never
+    changed: an environment copies the state it is given)."""
     start = loaded.spec.start
     key = json.dumps(
         [id(domain), start.state_file, start.state_db, start.state],
@@ -440,7 +440,12 @@ def _start_state(
     )
     if key in states:
         return states[key]
-    states[key] = state = _merged_state(loaded, domain)
+    files = [Path(f) for f in (start.state_file, start.state_db) if f]
+    states[key] = state = built_once(  # and once per command, for `validate` of file by file
+        ("start-state", key),
+        lambda: files_stamp([f for f in files if f.exists()]),
+        lambda: _merged_state(loaded, domain),
+    )
     return state
 
 
@@ -457,7 +462,7 @@ def _merged_state(loaded: Loaded[Task], domain: type[Environment]) -> dict[str, 
     dump: defaults applied, so a tool may read every field the model declares (a domain
     without one keeps the merged data as it is)."""
     try:
-        state = initial_state(loaded.spec)
+        state = initial_state(loaded.spec, shared=domain.State is not None)  # validated: a copy
     except sqlite3.DatabaseError as exc:
         problem = loaded.problem(("start", "state_db"), f"unreadable snapshot: {exc}")
         raise SpecError([problem]) from None

@@ -17,6 +17,7 @@ from harness.specs.base import Spec
 from harness.specs.digest import canonical, file_digest, source_digest
 from harness.specs.located import Location, SpecError, built_once
 from harness.specs.overrides import Override
+from harness.state_diff import canonical_state_bytes
 
 
 @dataclass
@@ -56,28 +57,59 @@ class LoadTasksParams(Spec):
     )
 
 
-def task_content(case: TaskCase) -> str:
-    """Everything that defines one task: its spec, persona, start state, every file a check
-    references (checker code), and the code of its domain (editing a tool must re-run the
-    episodes, not reuse verdicts of the old tool)."""
+def task_parts(case: TaskCase) -> list[bytes]:
+    """Everything that defines one task, as the pieces of one canonical JSON text: its spec,
+    persona, start state, every file a check references (checker code), and the code of its
+    domain (editing a tool must re-run the episodes, not reuse verdicts of the old tool).
+
+    The start state (often megabytes, shared by many tasks) is written out once per state, not
+    per task, and not joined into a text per task: its encoded canonical text stands between
+    the pieces where it occurs (in the task's `start` and on its own), so that the pieces
+    together are the very text `canonical` gives for the whole."""
     files = [file for c in case.task.checks for file in c.references().files.values()]
-    return canonical(
+    task = case.task.model_dump(mode="json", exclude={"start": {"state"}})
+    task["start"]["state"] = _STATE
+    text = canonical(
         [
-            case.task.model_dump(mode="json"),
+            task,
             *(p.model_dump(mode="json") for p in case.personas),
-            case.state,
+            _STATE,
             [file_digest(f) for f in files],
             source_digest(case.domain),
         ]
     )
+    state = canonical_state_bytes(case.state)
+    parts: list[bytes] = []
+    for n, piece in enumerate(text.split(_STATE_TEXT)):
+        parts += [state, piece.encode()] if n else [piece.encode()]
+    return parts
 
 
-def content_hash(cases: list[TaskCase], contents: list[str] | None = None) -> str:
-    """Everything that defines a task set (`task_content` of each task, in order)."""
-    digest = hashlib.sha256()
-    for content in contents if contents is not None else map(task_content, cases):
-        digest.update(content.encode())
-    return digest.hexdigest()
+def task_content(case: TaskCase) -> str:
+    """`task_parts` as one text."""
+    return b"".join(task_parts(case)).decode()
+
+
+_STATE = "\x00start state\x00"
+_STATE_TEXT = canonical(_STATE)
+
+
+def content_hash(cases: list[TaskCase]) -> str:
+    """Everything that defines a task set (`task_parts` of each task, in order)."""
+    return _hashes(cases)[0]
+
+
+def _hashes(cases: list[TaskCase]) -> tuple[str, dict[str, str]]:
+    """The task set's content hash, and each task's (16 hex digits)."""
+    suite = hashlib.sha256()
+    tasks = {}
+    for case in cases:
+        own = hashlib.sha256()
+        for part in task_parts(case):
+            suite.update(part)
+            own.update(part)
+        tasks[case.task.id] = own.hexdigest()[:16]
+    return suite.hexdigest(), tasks
 
 
 def select(cases: list[TaskCase], params: LoadTasksParams, where: str) -> list[TaskCase]:
@@ -121,13 +153,10 @@ def _task_set(params: LoadTasksParams, where: str) -> TaskSet:
         [Override.parse_in(o, "persona") for o in params.persona_overrides],
     )
     chosen = select(cases, params, where)
-    contents = [task_content(case) for case in chosen]
+    suite, tasks = _hashes(chosen)
     return TaskSet(
         cases=chosen,
-        content_hash=content_hash(chosen, contents),
-        task_hashes={
-            case.task.id: hashlib.sha256(content.encode()).hexdigest()[:16]
-            for case, content in zip(chosen, contents, strict=True)
-        },
+        content_hash=suite,
+        task_hashes=tasks,
         source=params.model_dump(mode="json", by_alias=True),
     )

@@ -5,10 +5,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -127,6 +128,26 @@ def _reaches(annotation: Any, seen: frozenset[type]) -> bool:
     return False
 
 
+class DomainTexts(Protocol):
+    """What a prompt may quote of a domain (an `Environment` class has both)."""
+
+    description: str
+    policy: str
+
+
+# The tokens of a prompt that quote the domain, replaced by exactly these names (no other
+# braces: prompts hold JSON).
+DOMAIN_TOKENS = re.compile(r"\{domain\.(policy|description)\}")
+
+
+def fill_domain(prompt: str, domain: DomainTexts) -> str:
+    """A prompt with `{domain.policy}` and `{domain.description}` replaced by the domain's texts
+    (in one pass: a policy that quotes a token is not filled again)."""
+    if "{domain." not in prompt:
+        return prompt
+    return DOMAIN_TOKENS.sub(lambda token: getattr(domain, token[1]) or "", prompt)
+
+
 class Parameters(Spec):
     """Generation and loop parameters of the agent."""
 
@@ -169,7 +190,12 @@ class AgentVariant(Spec):
     model: ModelRef | None = Field(
         default=None, description="The model, as a string or a mapping with settings."
     )
-    system_prompt: str = Field(default="", description="Base system prompt.")
+    system_prompt: str = Field(
+        default="",
+        description="Base system prompt. `{domain.policy}` and `{domain.description}` (these "
+        "exact tokens, in it and in skills) are replaced by the policy and description of the "
+        "task's domain when the agent plays it; other braces are left as written.",
+    )
     skills: dict[str, str] = Field(
         default_factory=dict,
         description="Named prompt snippets appended to the system prompt, in name order; "
@@ -225,11 +251,14 @@ class AgentVariant(Spec):
         """Whether the harness sees the agent's tool calls, and so their effect on the state."""
         return self.runner != "http" or self.reports_tool_calls
 
-    def full_system_prompt(self) -> str:
-        """The system prompt exactly as the model receives it."""
+    def full_system_prompt(self, domain: DomainTexts | None = None) -> str:
+        """The system prompt exactly as the model receives it: with a domain (the environment
+        class of the task played), `{domain.policy}` and `{domain.description}` are its texts;
+        without one, the tokens stay as written."""
         parts = [self.system_prompt.strip()] if self.system_prompt.strip() else []
         parts += [f"## {name}\n{text.strip()}" for name, text in sorted(self.skills.items())]
-        return "\n\n".join(parts)
+        prompt = "\n\n".join(parts)
+        return prompt if domain is None else fill_domain(prompt, domain)
 
     def content_hash(self) -> str:
         """A hash of everything that reaches the model, stable across key order and files.

@@ -91,7 +91,7 @@ def load_task(path: Path, overrides: list[Override] | None = None) -> Loaded[Tas
         resolve_file(path, data, keys, positions)
     task = validate(Task, data, positions, path)
     if task.start.state_file:
-        read_json(Path(task.start.state_file))
+        read_json(Path(task.start.state_file), copy=False)  # read (and checked) once a command
     return Loaded(task, path, positions)
 
 

@@ -33,6 +33,14 @@ def deep_merge(base: Any, override: Any) -> Any:
     return _merge_into(copy_data(base), override)
 
 
+def merge_into(merged: Any, override: Any) -> Any:
+    """`deep_merge` onto a base that is already the caller's (changed in place, and returned):
+    the override's values are copied, the base is not."""
+    if not isinstance(merged, dict) or not isinstance(override, dict):
+        return copy_data(override)
+    return _merge_into(merged, override)
+
+
 def _merge_into(merged: dict[Any, Any], override: dict[Any, Any]) -> dict[Any, Any]:
     """`deep_merge` on a copy of the base that is already the caller's (copied once)."""
     for key, value in override.items():

@@ -88,10 +88,11 @@ def read_extends(
     return merged, merged_positions
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path, copy: bool = True) -> Any:
     """Read a JSON data file, with the same located errors as YAML; within one command
     (`read_once`) an unchanged file is parsed once (every task of a suite may name the same
-    state file)."""
+    state file). `copy=False` gives the parsed data itself, shared with every other reader of
+    the command: the caller must not change it."""
     if command_memo() is None:
         return _read_json(path)
     try:
@@ -103,7 +104,7 @@ def read_json(path: Path) -> Any:
         lambda: (stat.st_mtime_ns, stat.st_size),
         lambda: _read_json(path),
     )
-    return copy_data(data)
+    return copy_data(data) if copy else data
 
 
 def _read_json(path: Path) -> Any:

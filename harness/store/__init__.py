@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from harness.defaults import RESULTS_STORE
 from harness.grading.result import Verdict
 from harness.secrets import redact
+from harness.state_diff import apply_changes, changes_between, state_digest
 from harness.store.climbs import CandidateInfo, ClimbInfo, ClimbRecords, EvaluationInfo
 from harness.store.database import Database, Row, open_database
 from harness.store.rows import (
@@ -33,16 +34,20 @@ from harness.store.rows import (
     run_info,
 )
 from harness.store.tasks import (
+    STATE,
     PlayedTask,
     StoredTask,
     TaskLabels,
     copy_tasks,
     insert_tasks,
+    state_ref,
     stored_task,
     task_records,
 )
 from harness.store_location import StoreLocation
 from harness.transcript import Transcript, Usage
+
+CHANGES = "$changes"  # a stored final state: {"$state": start digest, "$changes": [...]}
 
 if TYPE_CHECKING:
     from harness.sim.suite import TaskCase
@@ -75,6 +80,9 @@ class Store(ClimbRecords):
     def __init__(self, path: StoreLocation | str | PathLike[str] = RESULTS_STORE):
         self.path = StoreLocation.of(path)  # printed with a database URL's password masked
         self.db: Database = open_database(self.path)
+        self._states: dict[str, dict[str, Any]] = {}  # digest -> a start state read or written
+        # (run, task) -> the digest of the start state its episodes are stored against
+        self._starts: dict[tuple[str, str], str] = {}
 
     def close(self) -> None:
         self.db.close()
@@ -283,6 +291,21 @@ class Store(ClimbRecords):
         recorded before (a resumed run, another process playing it) is kept as it is."""
         tasks = task_records(cases, hashes)
         self.db.write(lambda db: insert_tasks(db, run_id, tasks))
+        for stored in tasks:
+            if stored.start is not None:
+                digest = state_digest(stored.start)
+                self._states.setdefault(digest, stored.start)
+                self._starts[(run_id, stored.task.id)] = digest
+
+    def state(self, digest: str) -> dict[str, Any]:
+        """A start state of the `states` table by its digest (parsed once; never change it)."""
+        found = self._states.get(digest)
+        if found is None:
+            row = self.db.execute("SELECT state FROM states WHERE hash = ?", (digest,)).fetchone()
+            if row is None:
+                raise LookupError(f"no start state {digest[:12]} in {self.path}")
+            found = self._states[digest] = json.loads(row["state"])
+        return found
 
     def run_tasks(self, run_id: str) -> list[StoredTask]:
         """The tasks a run played, in order; none for a run stored by a harness from before
@@ -290,7 +313,7 @@ class Store(ClimbRecords):
         rows = self.db.execute(
             "SELECT * FROM tasks WHERE run_id = ? ORDER BY position, task_id", (run_id,)
         )
-        return [stored_task(row) for row in rows]
+        return [stored_task(row, self.state) for row in rows]
 
     def add_episode(
         self,
@@ -312,7 +335,7 @@ class Store(ClimbRecords):
             transcript.trial,
             transcript.end_reason.value,
             transcript.turns,
-            redact(transcript.model_dump_json()),
+            redact(self._stored_transcript(run_id, transcript)),
             json.dumps(usage),
             trace_id,
             call_id,
@@ -325,6 +348,28 @@ class Store(ClimbRecords):
                 values,
             ),
         )
+
+    def _stored_transcript(self, run_id: str, transcript: Transcript) -> str:
+        """A transcript as JSON, its final state as the changes from the task's start state
+        when the run recorded that state (`add_run_tasks`), else whole."""
+        digest = self._starts.get((run_id, transcript.task_id))
+        if digest is None:
+            return transcript.model_dump_json()
+        data = transcript.model_dump(mode="json", exclude={"final_state"})
+        changes = changes_between(self._states[digest], transcript.final_state)
+        data["final_state"] = {STATE: digest, CHANGES: changes}
+        return json.dumps(data, default=str)
+
+    def _transcript(self, text: str) -> Transcript:
+        """A stored transcript, its final state rebuilt from its start state and changes."""
+        if CHANGES not in text:
+            return Transcript.model_validate_json(text)
+        data = json.loads(text)
+        final = data.get("final_state")
+        digest = state_ref(final)
+        if digest is not None and CHANGES in final:
+            data["final_state"] = apply_changes(self.state(digest), final[CHANGES])
+        return Transcript.model_validate(data)
 
     def has_episode(self, run_id: str, task_id: str, trial: int) -> bool:
         """Whether an episode is stored (perhaps by another process playing the same run)."""
@@ -371,7 +416,7 @@ class Store(ClimbRecords):
             run_id,
         )
         for row in rows:
-            yield Transcript.model_validate_json(row["transcript"]), row["trace_id"], row["call_id"]
+            yield self._transcript(row["transcript"]), row["trace_id"], row["call_id"]
 
     # ------------------------------------------------------------ baseline and gate history
 

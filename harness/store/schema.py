@@ -39,6 +39,10 @@ CREATE TABLE IF NOT EXISTS runs (
     pipeline_id TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_key ON runs(node_key);
+CREATE TABLE IF NOT EXISTS states (
+    hash TEXT PRIMARY KEY,  -- sha256 of the state's canonical JSON (harness.state_diff)
+    state TEXT NOT NULL  -- a start state, kept once however many tasks and runs share it
+);
 CREATE TABLE IF NOT EXISTS tasks (
     run_id TEXT NOT NULL REFERENCES runs(id),
     task_id TEXT NOT NULL,
@@ -46,7 +50,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     content_hash TEXT NOT NULL,  -- as the run's suite records it (config.suite)
     level INTEGER NOT NULL,
     tags TEXT NOT NULL,  -- JSON list
-    spec TEXT NOT NULL,  -- JSON: the task as played, its start state resolved
+    spec TEXT NOT NULL,  -- JSON: the task as played, its start state {{"$state": hash}} (states)
     file TEXT NOT NULL,  -- the file it was read from
     PRIMARY KEY (run_id, task_id)
 );
@@ -56,7 +60,7 @@ CREATE TABLE IF NOT EXISTS episodes (
     trial INTEGER NOT NULL,
     end_reason TEXT NOT NULL,
     turns INTEGER NOT NULL,
-    transcript TEXT NOT NULL,
+    transcript TEXT NOT NULL,  -- JSON: final_state {{"$state": hash, "$changes": [...]}} or whole
     usage TEXT NOT NULL,
     trace_id TEXT,
     call_id TEXT,
@@ -161,7 +165,9 @@ UPGRADES = {
     # 4 -> 5: the tasks each run played are new (SCHEMA creates the table); a run stored before
     # has none there, and its readers load its task files instead.
     4: (),
-    5: (),  # 5 -> 6: sim-to-real reports and judge calibrations are new (SCHEMA creates them)
+    # 5 -> 6: sim-to-real reports, judge calibrations and shared start states are new (SCHEMA
+    # creates them); tasks and episodes stored before keep their states whole, and read as such
+    5: (),
 }
 DIALECTS: dict[str, dict[str, str]] = {
     "sqlite": {

@@ -6,7 +6,7 @@ current checks, or for a run stored before the store kept its tasks."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from harness.secrets import redact
 from harness.specs.located import Location, SpecError
 from harness.specs.task import Provenance, Task
+from harness.state_diff import canonical_state, state_digest
 
 if TYPE_CHECKING:
     from harness.sim.suite import TaskCase
@@ -62,12 +63,16 @@ class StoredTask:
     content_hash: str = ""
     spec: dict[str, Any] = field(default_factory=dict)
     file: str = ""
+    # the start state, kept in the store's `states` table once (the spec refers to it)
+    start: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, case: TaskCase, content_hash: str = "") -> StoredTask:
         task = case.task
         labels = TaskLabels(task.id, task.level, tuple(task.tags))
-        return cls(labels, content_hash, task.model_dump(mode="json"), str(case.loaded.path))
+        spec = task.model_dump(mode="json", exclude={"start": {"state"}})
+        spec["start"]["state"] = case.state  # shared, never changed: not dumped per task
+        return cls(labels, content_hash, spec, str(case.loaded.path), case.state)
 
     @property
     def title(self) -> str:
@@ -123,9 +128,19 @@ def played_tasks(store: Store, info: RunInfo) -> Sequence[PlayedTask]:
 
 
 def insert_tasks(db: Database, run_id: str, tasks: Sequence[StoredTask]) -> None:
-    """Inside a write: record a run's tasks in order; a task it recorded before is kept."""
+    """Inside a write: record a run's tasks in order, and each start state once (`states`); a
+    task it recorded before is kept."""
+    starts = {state_digest(t.start): t.start for t in tasks if t.start is not None}
+    for digest, state in starts.items():
+        db.execute(
+            "INSERT INTO states (hash, state) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING",
+            (digest, redact(canonical_state(state))),
+        )
     for position, stored in enumerate(tasks):
-        task = stored.task
+        task, spec = stored.task, stored.spec
+        if stored.start is not None:  # the state by reference
+            reference = {STATE: state_digest(stored.start)}
+            spec = {**spec, "start": {**spec.get("start", {}), "state": reference}}
         db.execute(
             "INSERT INTO tasks (run_id, task_id, position, content_hash, level, tags, spec, file)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, task_id) DO NOTHING",
@@ -136,7 +151,7 @@ def insert_tasks(db: Database, run_id: str, tasks: Sequence[StoredTask]) -> None
                 stored.content_hash,
                 task.level,
                 json.dumps(list(task.tags)),
-                redact(json.dumps(stored.spec, sort_keys=True)),
+                redact(json.dumps(spec, sort_keys=True)),
                 stored.file,
             ),
         )
@@ -152,6 +167,23 @@ def copy_tasks(db: Database, run_id: str, new: str) -> None:
     )
 
 
-def stored_task(row: Row) -> StoredTask:
+def stored_task(row: Row, states: Callable[[str], dict[str, Any]]) -> StoredTask:
+    """A task row, its start state read through `states` (digest -> state) when it refers to
+    one (a task stored before keeps its state whole)."""
     labels = TaskLabels(row["task_id"], row["level"], tuple(json.loads(row["tags"])))
-    return StoredTask(labels, row["content_hash"], json.loads(row["spec"]), row["file"])
+    spec = json.loads(row["spec"])
+    start = spec.get("start") or {}
+    digest = state_ref(start.get("state"))
+    if digest is not None:
+        start["state"] = states(digest)
+    return StoredTask(labels, row["content_hash"], spec, row["file"])
+
+
+STATE = "$state"  # a reference to a state of the `states` table: {"$state": digest}
+
+
+def state_ref(value: Any) -> str | None:
+    """The digest a stored value refers to (`{"$state": digest}`), else None."""
+    if isinstance(value, dict) and len(value) <= 2 and isinstance(value.get(STATE), str):
+        return value[STATE]
+    return None

@@ -50,7 +50,7 @@ class EndStateCheck(CheckBase):
     )
     nothing_else_changed: list[str] | None = Field(
         default=None,
-        description="JSONPaths the episode may change (e.g. \"$.orders['O-1'].status\"): "
+        description="JSONPaths the episode may change (e.g. \"$.items['A-1'].status\"): "
         "anything else that differs from the start state fails, named by its path; [] means "
         "nothing may change.",
     )

@@ -1,0 +1,119 @@
+"""A state as its start and what changed: how the results store keeps episodes' final states
+and the tasks' shared start states, so that an episode costs what it changed, not the size of
+the database it ran on.
+
+A change is `{"path": [keys], "value": v}` (set) or `{"path": [keys], "removed": true}`. Lists
+are compared item by item while the final list is at least as long (an appended record is one
+change); a list that shrank is replaced whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from typing import Any
+
+_KEPT = 16
+# id -> (state, its canonical JSON encoded, the sha256 of that)
+_TEXTS: OrderedDict[int, tuple[Any, bytes, str]] = OrderedDict()
+
+
+def _canonical(state: Any) -> tuple[bytes, str]:
+    """The state's canonical JSON (UTF-8) and its sha256, worked out once per state object (the
+    start states a suite shares are never changed; the object is held, so its id stays its)."""
+    kept = _TEXTS.get(id(state))
+    if kept is not None and kept[0] is state:
+        _TEXTS.move_to_end(id(state))
+        return kept[1], kept[2]
+    text = json.dumps(state, sort_keys=True, separators=(",", ":"), default=str).encode()
+    digest = hashlib.sha256(text).hexdigest()
+    _TEXTS[id(state)] = (state, text, digest)
+    while len(_TEXTS) > _KEPT:
+        _TEXTS.popitem(last=False)
+    return text, digest
+
+
+def canonical_state_bytes(state: Any) -> bytes:
+    """`harness.specs.digest.canonical` of a state, encoded, cached per state object."""
+    return _canonical(state)[0]
+
+
+def canonical_state(state: Any) -> str:
+    """`harness.specs.digest.canonical` of a state."""
+    return _canonical(state)[0].decode()
+
+
+def state_digest(state: Any) -> str:
+    """The sha256 of a state's canonical JSON, cached per state object."""
+    return _canonical(state)[1]
+
+
+def state_changes(start: Any, final: Any, path: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """What turns `start` into `final` (see the module's doc); [] when they are equal."""
+    if isinstance(start, dict) and isinstance(final, dict):
+        found: list[dict[str, Any]] = []
+        for key, value in final.items():
+            if key not in start:
+                found.append({"path": [*path, key], "value": value})
+            elif value is not start[key]:
+                found += state_changes(start[key], value, (*path, key))
+        found += [{"path": [*path, key], "removed": True} for key in start if key not in final]
+        return found
+    if isinstance(start, list) and isinstance(final, list) and len(final) >= len(start):
+        found = []
+        for n, value in enumerate(final):
+            if n >= len(start):
+                found.append({"path": [*path, n], "value": value})
+            elif value is not start[n]:
+                found += state_changes(start[n], value, (*path, n))
+        return found
+    if start == final and type(start) is type(final):
+        return []
+    return [{"path": list(path), "value": final}]
+
+
+_CHANGES: OrderedDict[tuple[int, int], tuple[Any, Any, list[dict[str, Any]]]] = OrderedDict()
+
+
+def changes_between(start: Any, final: Any) -> list[dict[str, Any]]:
+    """`state_changes`, worked out once for the same two state objects (an episode's final
+    state is written to its trace and to the results store, one after the other)."""
+    key = (id(start), id(final))
+    kept = _CHANGES.get(key)
+    if kept is not None and kept[0] is start and kept[1] is final:
+        return kept[2]
+    found = state_changes(start, final)
+    _CHANGES[key] = (start, final, found)
+    while len(_CHANGES) > _KEPT:
+        _CHANGES.popitem(last=False)
+    return found
+
+
+def apply_changes(start: Any, changes: list[dict[str, Any]]) -> Any:
+    """The final state: `start` with `changes` applied, sharing every part they leave alone
+    with `start` (only the containers on a changed path are copied, one level each); `start`
+    is not changed, and the result must not be changed either."""
+    state = start
+    for change in changes:
+        keys = change["path"]
+        if not keys:
+            state = change["value"]
+            continue
+        state = _copied_path(state, keys, change)
+    return state
+
+
+def _copied_path(node: Any, keys: list[Any], change: dict[str, Any]) -> Any:
+    """A shallow copy of `node` with the change applied below it along `keys`."""
+    copied: Any = dict(node) if isinstance(node, dict) else list(node)
+    key = keys[0]
+    if len(keys) > 1:
+        copied[key] = _copied_path(copied[key], keys[1:], change)
+    elif change.get("removed"):
+        del copied[key]
+    elif isinstance(copied, list) and key == len(copied):
+        copied.append(change["value"])
+    else:
+        copied[key] = change["value"]
+    return copied
