@@ -345,10 +345,20 @@ _IMMUTABLE = frozenset({str, int, float, bool, type(None), datetime.date, dateti
 def copy_data(data: Any) -> Any:
     """A deep copy of plain data (what YAML and JSON give): dicts and lists are copied, scalars
     shared, anything else deep-copied. About three times as fast as `copy.deepcopy` on such
-    data, for copies made per task or per episode (a parsed file, an environment's state)."""
+    data, for copies made per task or per episode (a parsed file, an environment's state):
+    each container is first copied whole (`dict.copy`, the same size, in C), then only its
+    containers and other mutable values are replaced by their copies."""
     kind = type(data)
     if kind is dict:
-        return {key: copy_data(value) for key, value in data.items()}
+        copied = data.copy()
+        for key, value in copied.items():  # replacing values, not keys: the dict keeps its size
+            if type(value) not in _IMMUTABLE:
+                copied[key] = copy_data(value)
+        return copied
     if kind is list:
-        return [copy_data(value) for value in data]
+        copied = data[:]
+        for n, value in enumerate(copied):
+            if type(value) not in _IMMUTABLE:
+                copied[n] = copy_data(value)
+        return copied
     return data if kind in _IMMUTABLE else copy.deepcopy(data)
