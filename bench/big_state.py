@@ -8,7 +8,8 @@ process as a user runs it:
 - `validate_s`: `harness validate` of the 50 tasks;
 - `episodes_per_s` and `peak_mib`: `harness run-eval` of the 50 tasks x 2 trials with tracing on
   (the local trace store), wall time and the process's peak memory;
-- `store_kib_per_episode`: the results store's growth per episode (and the trace store's).
+- `store_kib_per_episode`: the results store's growth per episode (and the trace store's);
+- and first, what copying the state costs an environment, against `copy.deepcopy`.
 The same suite over a tiny state (the same tasks, 20 records) is the baseline of each figure,
 measured in the same run: the ratios say what the state's size costs.
 
@@ -212,7 +213,29 @@ def measure(folder: Path, users: int) -> dict[str, float]:
     }
 
 
+def copies(users: int) -> tuple[float, float]:
+    """Milliseconds to copy the state as an environment does (`copy_data`) and with
+    `copy.deepcopy`, each the best of 5."""
+    import copy
+
+    from harness.specs.located import copy_data
+
+    data = json.loads(json.dumps(state(users, random.Random(1))))
+    found = []
+    for how in (copy_data, copy.deepcopy):
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            how(data)
+            best = min(best, time.perf_counter() - start)
+        found.append(best * 1000)
+    return found[0], found[1]
+
+
 def main() -> None:
+    ours, deep = copies(3000)
+    print(f"copy of the 3 MB state: copy_data {ours:.1f} ms, copy.deepcopy {deep:.1f} ms "
+          f"({deep / ours:.1f}x)")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         small = measure(Path(tmp) / "small", TASKS)
         big = measure(Path(tmp) / "big", 3000)

@@ -202,3 +202,21 @@ def play_case(case: TaskCase, variant: AgentVariant) -> Transcript:
             await runtime.aclose()
 
     return asyncio.run(go())
+
+
+def install_package(
+    source: Path, tmp_path_factory: pytest.TempPathFactory, name: str, ignore: tuple[str, ...] = ()
+) -> Path:
+    """A package of the repository built and installed as `pip install` would for a user, but
+    into a folder of its own (put it on PYTHONPATH): its entry points are what harness finds.
+    Its dependencies must be installed already."""
+    build = tmp_path_factory.mktemp(f"{name}-build")
+    shutil.copytree(source, build / "src", ignore=shutil.ignore_patterns(*ignore))
+    site = tmp_path_factory.mktemp(f"{name}-site")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--no-index", "--target", str(site), str(build / "src")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return site

@@ -140,6 +140,21 @@ def test_a_refused_gold_action_is_an_error_of_the_task_not_a_fail(tmp_path: Path
     )
 
 
+def test_refused_gold_actions_may_be_skipped(tmp_path: Path) -> None:
+    """A reference conversation with a refused call in it (tau-bench's gold: a wrong id tried
+    first): `refused_gold: skip` replays the rest."""
+    gold = [
+        {"tool": "cancel_order", "arguments": {"order_id": "O-1001", "reason": "x"}},
+        {"tool": "cancel_order", "arguments": {"order_id": "O-1003", "reason": "asked"}},
+    ]
+    check = {"kind": "end_state", "name": "gold", "gold": True, "refused_gold": "skip"}
+    path = task(tmp_path, [check], gold_actions=gold)
+    assert verdict(tmp_path, path, "cancels")["outcome"] == "pass"
+    found = by_name(verdict(tmp_path, path, "chats"))["gold"]
+    assert found["outcome"] == "fail"
+    assert "$.orders['O-1003'].status: expected 'cancelled', found 'processing'" in found["reason"]
+
+
 def test_equals_names_each_difference_by_its_path(tmp_path: Path) -> None:
     state = json.loads(DESK.read_text())
     state["orders"]["O-1003"]["status"] = "cancelled"

@@ -8,7 +8,6 @@ import re
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ import yaml
 
 from harness.registry import DuplicateEntry, Registry
 from harness.specs.gate import Gate
-from tests.conftest import ROOT, run_cli, run_harness
+from tests.conftest import ROOT, install_package, run_cli, run_harness
 
 CLINIC = ROOT / "examples" / "harness-clinic"
 
@@ -25,15 +24,7 @@ CLINIC = ROOT / "examples" / "harness-clinic"
 def clinic_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example package built and installed (into a folder of its own, put on PYTHONPATH),
     as `pip install` would for a user: its entry points are what harness finds."""
-    build = tmp_path_factory.mktemp("clinic-build")
-    shutil.copytree(CLINIC, build / "src", ignore=shutil.ignore_patterns("project"))
-    site = tmp_path_factory.mktemp("clinic-site")
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(site), str(build / "src")],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    site = install_package(CLINIC, tmp_path_factory, "clinic", ignore=("project",))
     assert (site / "harness_clinic-0.1.0.dist-info" / "entry_points.txt").is_file()
     return site
 

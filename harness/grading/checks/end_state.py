@@ -31,7 +31,7 @@ from harness.transcript import Transcript
 
 SHOWN = 5
 Keys = tuple[str | int, ...]
-_GOLD: OrderedDict[int, tuple[Task, dict[str, Any]]] = OrderedDict()  # id(task) -> its gold state
+_GOLD: OrderedDict[tuple[int, bool], tuple[Task, dict[str, Any]]] = OrderedDict()  # its gold state
 _GOLD_KEPT = 64
 
 
@@ -57,6 +57,13 @@ class EndStateCheck(CheckBase):
     ignore: list[str] = Field(
         default_factory=list,
         description="JSONPaths left out of the comparison (timestamps, generated ids).",
+    )
+    refused_gold: Literal["error", "skip"] = Field(
+        default="error",
+        description="With `gold: true`, a gold action the domain refuses: `error` (the task's "
+        "gold is wrong: the check is an error) or `skip` (it is part of the reference "
+        "conversation, a lookup of a wrong id, say, and changes nothing: tau-bench's evaluator "
+        "skips it).",
     )
 
     @field_validator("nothing_else_changed", "ignore")
@@ -163,10 +170,14 @@ def as_domain_state(state: dict[str, Any], context: CheckContext) -> dict[str, A
     return domain.State.model_validate(state).model_dump(mode="json", by_alias=True)
 
 
-async def gold_state(task: Task, context: CheckContext) -> dict[str, Any]:
+async def gold_state(
+    task: Task, context: CheckContext, skip_refused: bool = False
+) -> dict[str, Any]:
     """The start state with the task's gold actions replayed through its domain's tools (once
-    per task object: every episode of a task shares it); a refused gold action is a bad task."""
-    kept = _GOLD.get(id(task))
+    per task object and way: every episode of a task shares it); a refused gold action is a
+    bad task, unless `skip_refused`."""
+    key = (id(task), skip_refused)
+    kept = _GOLD.get(key)
     if kept is not None and kept[0] is task:
         return kept[1]
     from harness.sim.env import make_environment
@@ -174,9 +185,9 @@ async def gold_state(task: Task, context: CheckContext) -> dict[str, Any]:
     env = make_environment(task, task.start.state, context.domain)
     for n, action in enumerate(task.gold_actions):
         outcome = await env.call(action.tool, action.arguments)
-        if outcome.is_error:
+        if outcome.is_error and not skip_refused:
             raise GoldRefused(f"gold action {n + 1} ({action.tool}) was refused: {outcome.content}")
-    _GOLD[id(task)] = (task, env.state)
+    _GOLD[key] = (task, env.state)
     while len(_GOLD) > _GOLD_KEPT:
         _GOLD.popitem(last=False)
     return env.state
@@ -200,7 +211,7 @@ async def check_end_state(
         if not context.task.gold_actions:
             return Finding("error", "gold: true, but the task has no gold_actions")
         try:
-            expected = await gold_state(context.task, context)
+            expected = await gold_state(context.task, context, spec.refused_gold == "skip")
         except GoldRefused as exc:
             return Finding("error", str(exc))
         what = "the gold state (the start state with the gold actions replayed)"
