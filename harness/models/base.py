@@ -95,6 +95,14 @@ def provider_name(model_id: str) -> str:
     return model_id.split("/", 1)[0]
 
 
+def unknown_provider(model_id: str) -> str | None:
+    """What is wrong with a model id whose provider nobody registered (the known ones, and how
+    to add one), or None: checked when a file naming the model is loaded, not at its first
+    call."""
+    name = provider_name(model_id)
+    return PROVIDERS.unknown(name) if PROVIDERS.get(name) is None else None
+
+
 def provider_policy(model_id: str) -> ProviderPolicy:
     """The policy the provider of a model id declares (defaults for an unknown one)."""
     provider = PROVIDERS.get(provider_name(model_id))

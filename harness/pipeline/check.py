@@ -1,6 +1,7 @@
 """Check one spec file the way it will be used: a task with its personas and domain, a DAG
 planned (node kinds, parameters, wiring, referenced files) and preflighted (each agent against
-its tasks), an agent with what it names (its provider, its entry), any other kind validated."""
+its tasks), an agent with what it names (its provider, its entry), a persona with its model's
+provider, any other kind validated."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from pathlib import Path
 from harness.pipeline.dag import plan
 from harness.pipeline.runner import preflight
 from harness.sim.agent import check_agent
-from harness.sim.suite import load_suite
+from harness.sim.suite import check_persona, load_suite
 from harness.specs.kinds import kind_of, read_mapping
-from harness.specs.load import load_agent, load_spec
+from harness.specs.load import load_agent, load_persona, load_spec
 
 
 def check_file(path: Path) -> str:
@@ -24,6 +25,8 @@ def check_file(path: Path) -> str:
         preflight(plan(load_spec(path)))
     elif kind == "agent":
         check_agent(load_agent(path))
+    elif kind == "persona":
+        check_persona(load_persona(path))
     else:
         load_spec(path)
     return kind

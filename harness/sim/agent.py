@@ -46,7 +46,7 @@ from harness.imports import (
     split_reference,
 )
 from harness.models import ChatModel, CompletionParams, ModelRuntime
-from harness.models.base import PROVIDERS, provider_name
+from harness.models.base import unknown_provider
 from harness.models.wire_openai import to_wire_tools
 from harness.registry import Registry
 from harness.specs.agent import AgentVariant, fill_domain
@@ -85,9 +85,9 @@ def check_agent(loaded: Loaded[AgentVariant]) -> Loaded[AgentVariant]:
     """What an agent file names must exist before anything runs: its model's provider and, for
     runner 'python', the entry's module and function (read from the source, never run)."""
     variant, problems = loaded.spec, []
-    if variant.model is not None and PROVIDERS.get(provider_name(variant.model.id)) is None:
-        message = PROVIDERS.unknown(provider_name(variant.model.id))
-        problems.append(loaded.problem(("model", "id"), message))
+    unknown = unknown_provider(variant.model.id) if variant.model is not None else None
+    if unknown is not None:
+        problems.append(loaded.problem(("model", "id"), unknown))
     if variant.runner == "python" and variant.entry is not None:
         message = _entry_problem(variant.entry)
         if message is not None:

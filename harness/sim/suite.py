@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from harness.domains import Environment, UnknownDomain, resolve_domain
 from harness.domains.trace_replay import for_state, tools_of_state
 from harness.imports import is_reference
+from harness.models.base import unknown_provider
 from harness.sim.env import initial_state
 from harness.specs.agent import AgentVariant
 from harness.specs.checks import kind_name
@@ -102,12 +103,21 @@ def load_personas(folder: Path) -> dict[str, Persona]:
     return dict(personas)
 
 
+def check_persona(loaded: Loaded[Persona], at: PathKey = ()) -> Loaded[Persona]:
+    """A persona whose model's provider nobody registered is bad input where it is written
+    (`at`: where the persona sits in its file), not an error of every episode it plays."""
+    unknown = unknown_provider(loaded.spec.model.id)
+    if unknown is not None:
+        raise SpecError([loaded.problem((*at, "model", "id"), unknown)])
+    return loaded
+
+
 def _load_personas(folder: Path) -> dict[str, Persona]:
     personas: dict[str, Persona] = {}
     problems: list[Problem] = []
     for path in spec_files([folder]):
         try:
-            loaded = load_persona(path)
+            loaded = check_persona(load_persona(path))
         except SpecError as exc:
             problems.extend(exc.problems)
             continue
@@ -243,7 +253,8 @@ def duplicate_id(loaded: Loaded[Task], first: Loaded[Task]) -> Problem:
 def _overridden(persona: Persona, overrides: list[Override], loaded: Loaded[Task]) -> Persona:
     written: dict[PathKey, Location] = {}
     data = apply_overrides(persona.model_dump(mode="json"), overrides, written)
-    return validate(Persona, data, written, loaded.path, warn=False)
+    overridden = validate(Persona, data, written, loaded.path, warn=False)
+    return check_persona(Loaded(overridden, loaded.path, written)).spec
 
 
 def _personas(
@@ -300,6 +311,7 @@ def _persona(
 ) -> Persona:
     ref = loaded.spec.persona
     if isinstance(ref, Persona):
+        check_persona(Loaded(ref, loaded.path, loaded.positions), ("persona",))
         return ref
     assert isinstance(ref, str)
     parent = loaded.path.parent
