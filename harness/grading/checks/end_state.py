@@ -27,6 +27,7 @@ from harness.grading.result import Finding
 from harness.specs.checks import CheckBase, References
 from harness.specs.state_paths import key_path, parse_jsonpath
 from harness.specs.task import Task
+from harness.state_diff import apply_changes, state_changes
 from harness.transcript import Transcript
 
 SHOWN = 5
@@ -187,10 +188,13 @@ async def gold_state(
         outcome = await env.call(action.tool, action.arguments)
         if outcome.is_error and not skip_refused:
             raise GoldRefused(f"gold action {n + 1} ({action.tool}) was refused: {outcome.content}")
-    _GOLD[key] = (task, env.state)
+    # kept as the start state with the gold's changes, sharing what they leave alone: 64 whole
+    # copies of a real database would be gigabytes
+    gold = apply_changes(task.start.state, state_changes(task.start.state, env.state))
+    _GOLD[key] = (task, gold)
     while len(_GOLD) > _GOLD_KEPT:
         _GOLD.popitem(last=False)
-    return env.state
+    return gold
 
 
 class GoldRefused(ValueError):

@@ -49,8 +49,8 @@ class Tau2Domain(Environment):
 
     def __init__(self, state: dict[str, Any]):
         super().__init__({})
-        # The top level is this episode's own; a write replaces a whole table with the
-        # database's dump, so the state a suite shares is never changed and is not copied.
+        # The top level is this episode's own; a write replaces the tables it changed
+        # (`_sync`), so the state a suite shares is never changed and is not copied.
         self.state = dict(state)
         assert self.State is not None
         self._tau2 = type(self)._make(db=self.State.model_validate(state))
@@ -66,11 +66,28 @@ class Tau2Domain(Environment):
         except Exception as exc:  # tau2's tools refuse by raising; tau2 shows `Error: <text>`
             refused = exc
         if self._tau2.tools.tool_type(name) == ToolType.WRITE:
-            self.state.update(self._tau2.tools.db.model_dump(mode="json", by_alias=True))
+            self._sync(self._tau2.tools.db.model_dump(mode="json", by_alias=True))
         if refused is not None:
             raise ToolError(str(refused))
         text = Tau2Environment.to_json_str(result)
         return text if isinstance(result, str) else json.loads(text)
+
+    def _sync(self, database: dict[str, Any]) -> None:
+        """The state becomes the database: a table that changed is a new mapping holding the
+        records that changed and sharing the others with the start state (which is never
+        changed), so that an episode's final state costs what it changed, in memory too."""
+        for table, records in database.items():
+            held = self.state.get(table)
+            if not (isinstance(held, dict) and isinstance(records, dict)):
+                if held != records:
+                    self.state[table] = records
+                continue
+            changed = {key: record for key, record in records.items() if held.get(key) != record}
+            gone = held.keys() - records.keys()
+            if changed or gone:
+                merged = {key: held[key] for key in held if key not in gone}
+                merged.update(changed)
+                self.state[table] = merged
 
 
 def _forward(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
