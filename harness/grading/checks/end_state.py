@@ -181,9 +181,13 @@ async def gold_state(
     kept = _GOLD.get(key)
     if kept is not None and kept[0] is task:
         return kept[1]
-    from harness.sim.env import make_environment
+    from harness.domains import resolve_domain
+    from harness.domains.trace_replay import for_state
 
-    env = make_environment(task, task.start.state, context.domain)
+    # as an episode builds its environment (`harness.sim.env.make_environment`): grading
+    # imports domains, never the simulator
+    domain = context.domain or resolve_domain(task.domain)
+    env = for_state(domain, task.start.state)(task.start.state)
     for n, action in enumerate(task.gold_actions):
         outcome = await env.call(action.tool, action.arguments)
         if outcome.is_error and not skip_refused:
