@@ -26,6 +26,9 @@ os.environ.update(
     WANDB_DISABLE_WEAVE="true",
     WANDB_ERROR_REPORTING="false",
     WANDB_SILENT="true",
+    # litellm (under tau2-bench, tests/test_tau2.py) fetches its price list from GitHub when
+    # imported unless told to use the copy it ships
+    LITELLM_LOCAL_MODEL_COST_MAP="True",
 )
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -40,7 +40,7 @@ def tau2_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def harness(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run_harness(*args, cwd=cwd, PYTHONPATH=str(site), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    return run_harness(*args, cwd=cwd, PYTHONPATH=str(site))
 
 
 def gold(task: Any, domain: str = "airline") -> dict[str, Any]:
