@@ -17,7 +17,6 @@ tau2 scores an episode that did not end with a stop 0: every task has `end.requi
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from tau2.data_model.tasks import RewardType, StructuredUserInstructions
@@ -61,7 +60,7 @@ def harness_task(domain: str, task: Tau2Task, state_file: str) -> dict[str, Any]
             raise Unsupported(f"{where}: a message history is not supported")
     if criteria is not None and criteria.env_assertions:
         raise Unsupported(f"{where}: environment assertions are not supported")
-    actions = [a for a in (criteria.actions or [])] if criteria is not None else []
+    actions = list(criteria.actions or []) if criteria is not None else []
     if any(a.requestor != "assistant" for a in actions):
         raise Unsupported(f"{where}: gold actions of the user are not supported")
     found: dict[str, Any] = {
@@ -159,10 +158,3 @@ def persona(model: str) -> dict[str, Any]:
         "model": model,
         "temperature": 0.0,
     }
-
-
-def state_file_of(domain: str) -> Path:
-    """tau2's start database of a domain, as its package ships it."""
-    from harness_tau2.domains import DATA
-
-    return DATA[domain]
