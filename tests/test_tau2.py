@@ -249,6 +249,15 @@ def test_the_domain_is_tau2s_tools_policy_and_refusals(airline) -> None:
     assert (refused.is_error, refused.content) == (True, "Error: User nobody not found")
 
 
+def test_the_plugin_command_is_listed_with_the_built_in_ones(airline) -> None:
+    listed = harness(airline["site"], "--help", cwd=airline["project"])
+    assert listed.returncode == 0
+    assert re.search(r"│ tau2 +tau2-bench through harness\.", listed.stdout), listed.stdout
+    assert "│ import " in harness(airline["site"], "tau2", "--help", cwd=airline["project"]).stdout
+    alone = run_harness("tau2", "import", cwd=airline["project"])  # not installed here
+    assert alone.returncode == 2 and "No such command 'tau2'" in alone.stderr
+
+
 def test_an_unknown_domain_is_one_line_and_exit_2(airline) -> None:
     done = harness(airline["site"], "tau2", "import", "--domain", "bank", "--out", "x",
                    cwd=airline["project"])  # fmt: skip

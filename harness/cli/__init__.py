@@ -37,15 +37,44 @@ from harness.cli import (  # noqa: E402
     view,
 )
 
+COMMANDS_GROUP = "harness.commands"
+"""Entry-point group of plug-in command groups: `name = "package.module:app"`, a Typer app that
+becomes `harness name ...` (the tau2 plug-in's `harness tau2 import`)."""
+
 
 class _Commands(TyperGroup):
-    """The command group: whatever escapes a command becomes one line and an exit code."""
+    """The command group: whatever escapes a command becomes one line and an exit code. It also
+    holds the installed plug-ins' command groups, each imported only when a command line names
+    it (or `harness --help` lists it), so that the built-in commands import no plug-in."""
 
     def invoke(self, ctx: click.Context) -> Any:
         from harness.cli._common import command_errors
 
         with command_errors():
             return super().invoke(ctx)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from importlib.metadata import entry_points
+
+        builtin = super().list_commands(ctx)
+        added = {point.name for point in entry_points(group=COMMANDS_GROUP)} - set(builtin)
+        return [*builtin, *sorted(added)]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        found = super().get_command(ctx, name)
+        if found is not None:
+            return found
+        from importlib.metadata import entry_points
+
+        for point in entry_points(group=COMMANDS_GROUP, name=name):
+            try:
+                command = typer.main.get_group(point.load())
+            except Exception as exc:  # a broken plug-in install is the user's setup, not a crash
+                typer.echo(f"harness: plug-in command '{name}' ({point.value}): {exc}", err=True)
+                raise SystemExit(2) from None
+            command.name = name
+            return command
+        return None
 
 
 app = typer.Typer(
@@ -109,42 +138,12 @@ app.command()(fidelity.fidelity)
 app.command()(view.view)
 
 
-COMMANDS_GROUP = "harness.commands"
-"""Entry-point group of plug-in command groups: `name = "package.module:app"`, a Typer app that
-becomes `harness name ...` (the tau2 plug-in's `harness tau2 import`)."""
-
-
-def add_plugin_command(name: str) -> None:
-    """Add the installed plug-in command group `name`, if there is one and no built-in command
-    has the name. Looked up only when a command line names it, so that no plug-in is imported
-    by the built-in commands (nor by `harness --help`, which lists the built-in ones)."""
-    from importlib.metadata import entry_points
-
-    taken = {info.name for info in app.registered_commands} | {
-        info.name for info in app.registered_groups
-    }
-    if name in taken:
-        return
-    for point in entry_points(group=COMMANDS_GROUP, name=name):
-        try:
-            commands = point.load()
-        except Exception as exc:  # a broken plug-in install is the user's setup, not a crash
-            typer.echo(f"harness: plug-in command '{name}' ({point.value}): {exc}", err=True)
-            raise SystemExit(2) from None
-        app.add_typer(commands, name=name)
-        return
-
-
 def main() -> None:
     """Entry point of the `harness` command. A project file or plug-in that cannot be loaded
     (registries load them on first use, wherever that is) is bad input: one line, exit 2."""
-    import sys
-
     from harness.cli._common import PLUGIN_ERRORS
 
     try:
-        if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
-            add_plugin_command(sys.argv[1])
         app(prog_name="harness")
     except PLUGIN_ERRORS as exc:
         typer.echo(f"harness: {exc}", err=True)
