@@ -10,9 +10,10 @@ change); a list that shrank is replaced whole.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import OrderedDict
 from typing import Any
+
+from harness.specs.digest import canonical
 
 _KEPT = 16
 # id -> (state, its canonical JSON encoded, the sha256 of that)
@@ -26,7 +27,7 @@ def _canonical(state: Any) -> tuple[bytes, str]:
     if kept is not None and kept[0] is state:
         _TEXTS.move_to_end(id(state))
         return kept[1], kept[2]
-    text = json.dumps(state, sort_keys=True, separators=(",", ":"), default=str).encode()
+    text = canonical(state).encode()
     digest = hashlib.sha256(text).hexdigest()
     _TEXTS[id(state)] = (state, text, digest)
     while len(_TEXTS) > _KEPT:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from harness.models import ModelRuntime
     from harness.sim.suite import TaskCase
     from harness.specs.agent import AgentVariant
     from harness.testing.fake_server import FakeServer
@@ -179,16 +180,21 @@ def listener():
     server.close()
 
 
-def play_case(case: TaskCase, variant: AgentVariant) -> Transcript:
-    """One episode of a loaded task by an agent variant, in this process (quick retries-free
-    model calls), as the engine plays it."""
+def play_case(
+    case: TaskCase, variant: AgentVariant, runtime: ModelRuntime | None = None, trial: int = 0
+) -> Transcript:
+    """One episode (trial `trial`, seeded by it) of a loaded task by an agent variant, in this
+    process, as the engine plays it; `runtime` (closed after) defaults to quick model calls
+    without retries."""
     import asyncio
 
     from harness.models import CallPolicy, ModelRuntime
     from harness.sim.agent import make_agent
     from harness.sim.episode import EpisodeSpec, run_episode
 
-    runtime = ModelRuntime(policy=CallPolicy(timeout_s=5, max_retries=0, backoff_base_s=0.01))
+    runtime = runtime or ModelRuntime(
+        policy=CallPolicy(timeout_s=5, max_retries=0, backoff_base_s=0.01)
+    )
 
     async def go() -> Transcript:
         try:
@@ -198,6 +204,8 @@ def play_case(case: TaskCase, variant: AgentVariant) -> Transcript:
                 agent=make_agent(variant, runtime),
                 variant_hash="h",
                 initial_state=case.state,
+                trial=trial,
+                seed=trial,
                 runtime=runtime,
             )
             return await run_episode(spec)

@@ -132,8 +132,8 @@ def test_a_run_eval_loads_each_thing_once(
 ) -> None:
     """One variant load, one domain resolution per domain, one store open per command; and one
     suite build with the per-command memo switched off (nothing asks twice)."""
+    import harness.domains.trace_replay as env_module
     import harness.pipeline.nodes.simulate as simulate
-    import harness.sim.env as env_module
     import harness.sim.suite as suite_module
     import harness.sim.taskset as taskset
     import harness.specs.located as located

@@ -11,9 +11,8 @@ import pytest
 
 from harness.domains import Environment, get_domain, tool
 from harness.models import CallPolicy, ModelRuntime
-from harness.sim.agent import ToolHandle, load_entry, make_agent
+from harness.sim.agent import ToolHandle, load_entry
 from harness.sim.env import read_snapshot, write_snapshot
-from harness.sim.episode import EpisodeSpec, run_episode
 from harness.sim.suite import TaskCase, load_suite
 from harness.sim.user import NO_REPLY, user_system_prompt
 from harness.specs.load import load_agent
@@ -23,7 +22,7 @@ from harness.specs.references import read_json
 from harness.specs.script import Script
 from harness.testing.fake_server import FakeServer
 from harness.transcript import EndReason, Message, Side, Transcript
-from tests.conftest import ROOT, SCRIPTED
+from tests.conftest import ROOT, SCRIPTED, play_case
 
 FAST = CallPolicy(timeout_s=5, max_retries=1, backoff_base_s=0.01)
 
@@ -44,26 +43,8 @@ def variant(name: str = "support-baseline", *overrides: str):
 def play(
     task: TaskCase, agent_variant=None, runtime: ModelRuntime | None = None, trial: int = 0
 ) -> Transcript:
-    runtime = runtime or ModelRuntime(policy=FAST)
     agent_variant = agent_variant or variant("support-baseline", SCRIPTED.removeprefix("agent."))
-
-    async def go() -> Transcript:
-        try:
-            spec = EpisodeSpec(
-                task=task.task,
-                persona=task.persona,
-                agent=make_agent(agent_variant, runtime),
-                variant_hash="h",
-                initial_state=task.state,
-                trial=trial,
-                seed=trial,
-                runtime=runtime,
-            )
-            return await run_episode(spec)
-        finally:
-            await runtime.aclose()
-
-    return asyncio.run(go())
+    return play_case(task, agent_variant, runtime or ModelRuntime(policy=FAST), trial)
 
 
 def script(*rules: dict) -> Script:

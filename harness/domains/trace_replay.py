@@ -10,7 +10,8 @@ import json
 import warnings
 from typing import Any, ClassVar
 
-from harness.domains.base import Environment, ToolError, _BadArguments
+from harness.domains.base import Environment, ToolError, _BadArguments, resolve_domain
+from harness.specs.task import Task
 from harness.transcript import ToolSpec
 
 Calls = list[tuple[str, dict[str, Any], Any]]  # (tool, arguments, result), in order
@@ -118,6 +119,16 @@ def for_state(domain: type[Environment], state: dict[str, Any]) -> type[Environm
     """The class that plays a task of `domain` starting from `state` (`TraceReplay.for_state`):
     the domain itself unless its tools are data of the task."""
     return domain.for_state(state) if tools_of_state(domain) else domain  # type: ignore[attr-defined]
+
+
+def make_environment(
+    task: Task, state: dict[str, Any], domain: type[Environment] | None = None
+) -> Environment:
+    """A fresh environment of the task's domain holding a copy of `state` (with the tools the
+    state declares, for a domain whose tools are data: `TraceReplay.for_state`), as an episode
+    and a check's replay of the gold actions build it. `domain` is the class the suite
+    resolved for the task, when the caller has it: it is not resolved again."""
+    return for_state(domain or resolve_domain(task.domain), state)(state)
 
 
 class _DataTool:

@@ -1,4 +1,5 @@
-"""Build a task's environment: the domain's class over the task's start state.
+"""A task's start state (the environment over it is `harness.domains.trace_replay.
+make_environment`, shared with the gold replay of `end_state` checks).
 
 A start state may come from a JSON file, from a SQLite snapshot of production data, and from
 inline values, merged in that order. A snapshot maps onto the state like this:
@@ -15,8 +16,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from harness.domains import Environment, resolve_domain
-from harness.domains.trace_replay import for_state
 from harness.specs.located import copy_data
 from harness.specs.overrides import merge_into
 from harness.specs.references import read_json
@@ -44,16 +43,6 @@ def initial_state(task: Task, shared: bool = False) -> dict[str, Any]:
     for part in parts:
         state = merge_into(state, part)
     return state
-
-
-def make_environment(
-    task: Task, state: dict[str, Any], domain: type[Environment] | None = None
-) -> Environment:
-    """A fresh environment of the task's domain holding a copy of `state` (with the tools the
-    state declares, for a domain whose tools are data: `TraceReplay.for_state`). `domain` is
-    the class the suite resolved for the task, when the caller has it: it is not resolved
-    again per episode."""
-    return for_state(domain or resolve_domain(task.domain), state)(state)
 
 
 def _decode(value: Any) -> Any:

@@ -11,9 +11,9 @@ from typing import Any
 
 from harness.defaults import OUT_OF_SCOPE_SIGNAL, STOP_SIGNAL, TRANSFER_SIGNAL
 from harness.domains import Environment, ToolUnavailable
+from harness.domains.trace_replay import make_environment
 from harness.models import ModelRuntime
 from harness.sim.agent import AgentCrashed, AgentRunner
-from harness.sim.env import make_environment
 from harness.sim.user import GREETING, UserSimulator
 from harness.specs.persona import Persona
 from harness.specs.task import Task

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -29,6 +29,9 @@ from harness.specs.state_paths import key_path, parse_jsonpath
 from harness.specs.task import Task
 from harness.state_diff import apply_changes, state_changes
 from harness.transcript import Transcript
+
+if TYPE_CHECKING:
+    from harness.domains import Environment
 
 SHOWN = 5
 Keys = tuple[str | int, ...]
@@ -160,12 +163,17 @@ def under(keys: Keys, prefixes: list[Keys]) -> bool:
     return any(keys[: len(prefix)] == prefix for prefix in prefixes)
 
 
+def _domain(context: CheckContext) -> type[Environment]:
+    """The domain class of the task graded: the suite's, else resolved from its reference."""
+    from harness.domains import resolve_domain
+
+    return context.domain or resolve_domain(context.task.domain)
+
+
 def as_domain_state(state: dict[str, Any], context: CheckContext) -> dict[str, Any]:
     """A given state as the start state is held: for a domain with a `State` model, the
     validated model's dump (defaults applied), so that a default left out is no difference."""
-    from harness.domains import resolve_domain
-
-    domain = context.domain or resolve_domain(context.task.domain)
+    domain = _domain(context)
     if domain.State is None:
         return state
     return domain.State.model_validate(state).model_dump(mode="json", by_alias=True)
@@ -181,13 +189,9 @@ async def gold_state(
     kept = _GOLD.get(key)
     if kept is not None and kept[0] is task:
         return kept[1]
-    from harness.domains import resolve_domain
-    from harness.domains.trace_replay import for_state
+    from harness.domains.trace_replay import make_environment
 
-    # as an episode builds its environment (`harness.sim.env.make_environment`): grading
-    # imports domains, never the simulator
-    domain = context.domain or resolve_domain(task.domain)
-    env = for_state(domain, task.start.state)(task.start.state)
+    env = make_environment(task, task.start.state, _domain(context))
     for n, action in enumerate(task.gold_actions):
         outcome = await env.call(action.tool, action.arguments)
         if outcome.is_error and not skip_refused:
