@@ -13,14 +13,24 @@ with the process's peak memory:
   production sessions with 1,000 bootstrap resamples (`fidelity.compare_behaviour`).
 Targets: mining and the report together under 60 s, peak memory under 300 MiB.
 
-Part 2, coverage: the index's 95% interval on samples (300 production sessions, 100 simulated
-tasks x 3 trials) of two populations whose true index is known (computed on the 80,000
-sessions of each it samples from), repeated; the share of intervals that hold the true index.
-Target: 0.95 within Monte Carlo noise.
+Part 2, the index's bias and its interval's coverage where the truth is known. Each population is
+a finite set of 20,000 measured sessions (two kinds of user: gradual disclosers who push back,
+front-loaders who accept), and samples are drawn from it with replacement, so the population's
+true index is exactly the index between the full sets:
+- `perfect`: the simulator's users are production's own population (true index 100);
+- `slight`: 50% gradual users instead of 60%, pushing back after 60% of errors instead of 70%;
+- `much`: 20% gradual users pushing back after 40% of errors.
+A simulated sample is tasks x trials whose trials share their task's kind of user (clustered,
+as real trials are); production sessions are independent.
+- bias: the mean index of the `perfect` simulator at several sample sizes, bias-corrected (the
+  report's index) and plug-in (the uncorrected distances, as before the correction). Target:
+  the corrected mean within about 1 of 100 at every size.
+- coverage: the share of 95% intervals holding the true index, per regime, at 20 tasks x 3
+  trials against 60 production sessions and at 50 x 3 against 150. Target: 0.93-0.97.
 
-Last line: mine_s=X fidelity_s=X peak_mib=X coverage=X
+Last line: mine_s=X fidelity_s=X peak_mib=X perfect_mean_<tasks>=X ... coverage_<regime>_<tasks>=X
 
-Run: python bench/fidelity.py [coverage repetitions, default 300] (about 2 minutes)
+Run: python bench/fidelity.py [coverage repetitions, default 300] (about 3 minutes)
 """
 
 from __future__ import annotations
@@ -150,29 +160,104 @@ def scale(folder: Path) -> tuple[float, float]:
     return mine_s, fidelity_s
 
 
-def coverage(repetitions: int) -> float:
-    """Share of intervals holding the true index (see the module's doc)."""
-    big = random.Random(3)
-    sim_all = [measured(population(big, 0.3, 0.4), f"a{n}") for n in range(80_000)]
-    prod_all = [measured(population(big, 0.6), f"b{n}") for n in range(80_000)]
-    truth = compare_behaviour(sim_all, [f"t{n}" for n in range(len(sim_all))], prod_all, 100)
-    assert truth.index is not None
-    rng = np.random.default_rng(4)
-    held = 0
-    for _ in range(repetitions):
-        # trials drawn independently here: clustering by task must not cost coverage
-        sim = [sim_all[i] for i in rng.integers(0, len(sim_all), 300)]
-        tasks = [f"t{n // 3}" for n in range(len(sim))]
-        prod = [prod_all[i] for i in rng.integers(0, len(prod_all), 300)]
-        found = compare_behaviour(sim, tasks, prod, bootstrap=300, seed=int(rng.integers(1e9)))
-        assert found.interval is not None
-        held += found.interval[0] <= truth.index <= found.interval[1]
-    share = held / repetitions
-    print(
-        f"coverage of the 95% interval: {share:.3f} over {repetitions} samples (true index "
-        f"{truth.index:.1f}; Monte Carlo standard error {np.sqrt(0.95 * 0.05 / repetitions):.3f})"
-    )
-    return share
+POPULATION = 20_000
+REGIMES = {"perfect": (0.6, 0.7), "slight": (0.5, 0.6), "much": (0.2, 0.4)}
+
+
+def kinds(seed: int, gradual_share: float, pushes: float) -> list[list[SessionBehaviour]]:
+    """A population as its two kinds of user (gradual, front-loading), in their shares."""
+    rng = random.Random(seed)
+    gradual = round(POPULATION * gradual_share)
+    return [
+        [measured(conversation(rng, True, pushes), f"g{n}") for n in range(gradual)],
+        [measured(conversation(rng, False, pushes), f"f{n}") for n in range(POPULATION - gradual)],
+    ]
+
+
+def simulated_sample(
+    rng: np.random.Generator, pools: list[list[SessionBehaviour]], tasks: int, trials: int
+) -> tuple[list[SessionBehaviour], list[str]]:
+    """`tasks` tasks of `trials` trials; a task's kind of user is drawn in its population share
+    and its trials from that kind, so the sample's sessions follow the population's."""
+    share = len(pools[0]) / (len(pools[0]) + len(pools[1]))
+    found, names = [], []
+    for task in range(tasks):
+        pool = pools[0] if rng.random() < share else pools[1]
+        found += [pool[i] for i in rng.integers(0, len(pool), trials)]
+        names += [f"t{task}"] * trials
+    return found, names
+
+
+def production_sample(
+    rng: np.random.Generator, pools: list[list[SessionBehaviour]], size: int
+) -> list[SessionBehaviour]:
+    everyone = pools[0] + pools[1]
+    return [everyone[i] for i in rng.integers(0, len(everyone), size)]
+
+
+def truth(sim: list[list[SessionBehaviour]], prod: list[list[SessionBehaviour]]) -> float:
+    """The population's index: the plug-in index between the full finite populations, which
+    is exactly what samples drawn from them with replacement estimate."""
+    every = sim[0] + sim[1]
+    found = compare_behaviour(every, [s.key for s in every], prod[0] + prod[1], bootstrap=0)
+    assert found.plug_in_index is not None
+    return found.plug_in_index
+
+
+def bias_and_coverage(repetitions: int) -> dict[str, float]:
+    """The perfect simulator's mean index by sample size, and coverage per regime (see the
+    module's doc)."""
+    prod = kinds(10, *REGIMES["perfect"])
+    populations = {"perfect": prod, "slight": kinds(11, *REGIMES["slight"])}
+    populations["much"] = kinds(12, *REGIMES["much"])
+    truths = {name: truth(pools, prod) for name, pools in populations.items()}
+    figures: dict[str, float] = {}
+    rng = np.random.default_rng(13)
+    print("perfect simulator, mean index over 100 samples (corrected / plug-in):")
+    for tasks in (10, 20, 50, 100, 200):
+        corrected, plug_in = [], []
+        for _ in range(100):
+            sim, names = simulated_sample(rng, prod, tasks, 3)
+            found = compare_behaviour(
+                sim, names, production_sample(rng, prod, 3 * tasks), 200, int(rng.integers(1e9))
+            )
+            assert found.index is not None and found.plug_in_index is not None
+            corrected.append(found.index)
+            plug_in.append(found.plug_in_index)
+        figures[f"perfect_mean_{tasks}"] = float(np.mean(corrected))
+        figures[f"plug_in_mean_{tasks}"] = float(np.mean(plug_in))
+        print(
+            f"  {tasks:3} tasks x 3 vs {3 * tasks:3} production: {np.mean(corrected):6.1f} "
+            f"(sd {np.std(corrected):.1f})  plug-in {np.mean(plug_in):5.1f}"
+        )
+    print(f"coverage of the 95% interval over {repetitions} samples per regime:")
+    for tasks in (20, 50):
+        for name, pools in populations.items():
+            held, above, below, width, means = 0, 0, 0, [], []
+            for _ in range(repetitions):
+                sim, names = simulated_sample(rng, pools, tasks, 3)
+                found = compare_behaviour(
+                    sim, names, production_sample(rng, prod, 3 * tasks), 300,
+                    int(rng.integers(1e9)),
+                )  # fmt: skip
+                assert found.interval is not None and found.index is not None
+                low, high = found.interval
+                held += low <= truths[name] <= high
+                above += low > truths[name]
+                below += high < truths[name]
+                width.append(high - low)
+                means.append(found.index)
+            share = held / repetitions
+            figures[f"coverage_{name}_{tasks}"] = share
+            print(
+                f"  {name:7} (true index {truths[name]:5.1f}) {tasks} tasks x 3 vs {3 * tasks} "
+                f"production: coverage {share:.3f} (interval above the truth "
+                f"{above / repetitions:.3f}, below {below / repetitions:.3f}), mean index "
+                f"{np.mean(means):.1f}, mean width {np.mean(width):.1f}"
+            )
+    noise = np.sqrt(0.95 * 0.05 / repetitions)
+    print(f"Monte Carlo standard error of a coverage near 0.95: {noise:.3f}")
+    return figures
 
 
 def main() -> None:
@@ -180,10 +265,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         mine_s, fidelity_s = scale(Path(folder))
     peak = peak_mib()
-    share = coverage(repetitions)
-    print(
-        f"mine_s={mine_s:.2f} fidelity_s={fidelity_s:.2f} peak_mib={peak:.0f} coverage={share:.3f}"
-    )
+    figures = bias_and_coverage(repetitions)
+    shown = " ".join(f"{key}={value:.3f}" for key, value in figures.items())
+    print(f"mine_s={mine_s:.2f} fidelity_s={fidelity_s:.2f} peak_mib={peak:.0f} {shown}")
 
 
 if __name__ == "__main__":

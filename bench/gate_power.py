@@ -1,64 +1,74 @@
-"""Is every decision of the gate a calibrated test, and does every run interval cover?
+"""Is every decision of the gate a test with two stated error rates, re-trials included?
 
-Runs the product's own code on synthetic agents whose trials are as correlated as real ones:
-the gate is `harness.gate.evaluate_gate` on `GradedEpisodes.from_outcomes` (every rule together:
-errors, tasks, floors, worse than the baseline, regression suite, budgets), the run interval is
-`harness.stats.run_rate`, the interval of a difference `harness.stats.clustered_difference`.
+Runs the product's own procedure on synthetic agents whose trials are as correlated as real
+ones: the evidence loop `harness.gate.evidence.gather` (more trials of declined regression tasks
+on both sides up to `max_trials`, replays of episodes without evidence, top-ups), with a player
+that draws the new episodes from the same synthetic agents, then the decision
+`harness.gate.evaluate_gate` (every rule together: errors, tasks, floors, worse than the
+baseline, each regression-tagged task, budgets). A gate "blocks" (exit 1) when it FAILs or is
+UNDECIDED (the shipped `on_undecided: fail`). Gate files are the shipped ones, read from disk:
+`ci/gate.yaml`, the `harness init` scaffold's `ci/gate.yaml` (and its six tasks' levels and
+tags), and the defaults (`Gate(kind="gate")`) on larger suites.
 
-The generative model (one simulated gate run = a fresh sample of tasks, both variants played):
-- Task difficulty: each task's baseline pass probability comes from a population where 10% of
-  tasks sit near 0, 10% near 1 and 80% spread around the middle (Beta(2, 2)); two other
-  populations (mostly easy, mostly hard) check the run interval away from 50%.
+The generative model (one simulated gate = a fresh sample of tasks, both variants played):
+- Task difficulty: each task's baseline pass probability comes from a population: mixed (10%
+  near 0, 10% near 1, 80% Beta(2, 2)), easy, hard, or reliable (80% near 1).
 - Variant-by-task interaction: the candidate's probability on a task is the baseline's shifted
   on the logit scale by a common shift plus a per-task term of standard deviation `tau`; the
   shift is calibrated so that the population mean drops by exactly `drop` points (0: a null).
-- Within-task correlation of trials: each trial of a task repeats the variant's habit on the
-  task (one draw) with probability sqrt(`rho`), else draws afresh, so that two trials of a task
-  are correlated `rho` given the task (`rho` = 1: a deterministic agent).
-  Identical variants share their habits (the candidate is the baseline: the same deterministic
-  behaviour on each task, independent noise), so their trials are exchangeable between the
-  runs. Two different variants of equal quality each have their own habits: on a task one may
-  always pass where the other always fails, a real change of that task (the regression suite
-  rightly flags it) with the same mean (the worse-than-baseline rule must not).
-- Tasks have levels 1, 2, 3 in turn, so every level's population rate is the suite's; "floors"
-  cells put every level's floor at that rate, the boundary where a floor is hardest to hold.
-- The first R tasks are tagged `regression`, drawn from the same population (flaky ones too).
-- Error cells turn a share of the candidate's passing episodes into agent-side errors: errors
-  that hide would-be passes, the bias of dropping them.
+- Within-task correlation: each trial of a task repeats the variant's habit on the task (one
+  draw) with probability sqrt(`rho`), else draws afresh; two trials of a task are correlated
+  `rho` (1: a deterministic agent). Identical variants share their habits, so their trials are
+  exchangeable between the runs; a changed variant draws its own.
+- A deterministic break: the candidate fails every trial of `broken` regression-tagged tasks
+  whose baseline passes with probability `broken_from` (1: every trial; 0.9: each trial on its
+  own, `rho` 0).
+- Missing evidence: each episode that would pass is an error verdict (a judge that failed) with
+  probability `errors`, on the candidate, the baseline or both; a replay draws afresh.
+- Floors, where a cell has them, sit at the population's rate: the boundary where a floor is
+  hardest to hold.
 
-Prints, per section, the figures and their targets; the last line is machine-readable:
-gate_false_failure_max=X run_ci_coverage_min=X error_null_max=X power_100x4=X
+Prints each table with its target; the last line is machine-readable:
+gate_false_failure_max=X run_ci_coverage_min=X error_null_max=X power_100x4=X false_pass_max=X
+drift_7w_shipped=X
 
 Run: python bench/gate_power.py [simulations per cell, default 1000]
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from multiprocessing import Pool
 from pathlib import Path
 
+import interval_coverage  # bench/, beside this file
 import numpy as np
+import yaml
 
 from harness.compare import GradedEpisodes
 from harness.domains.support import SupportDesk
-from harness.gate import evaluate_gate
+from harness.gate import evaluate_gate, load_gate_config
+from harness.gate.evidence import Plan, Round, gather, record
 from harness.sim.suite import TaskCase
 from harness.specs.gate import Gate
 from harness.specs.load import Loaded
 from harness.specs.persona import Persona
 from harness.specs.task import Task
-from harness.stats import clustered_difference, run_rate, wilson_interval
 
+ROOT = Path(__file__).resolve().parent.parent
 ALPHA = 0.05
 POPULATIONS = {  # (share near 0, share near 1, share in the middle), Beta of the middle
     "mixed": ((0.1, 0.1, 0.8), (2, 2)),
     "easy": ((0.02, 0.3, 0.68), (5, 2)),
     "hard": ((0.3, 0.05, 0.65), (1, 4)),
+    "reliable": ((0.0, 0.8, 0.2), (5, 2)),
 }
+CONFIGS = ("default", "ci", "scaffold")  # the gate files the cells use
 
 
 @dataclass(frozen=True)
@@ -68,13 +78,33 @@ class Cell:
     tasks: int
     trials: int
     regression: int = 0  # tasks tagged regression
-    floors: bool = False  # level floors at the population's rate
+    floors: bool = False  # level floors at the population's rate (the default config only)
     rho: float = 0.3
     tau: float = 0.0
     drop: float = 0.0
-    errors: float = 0.0  # share of the candidate's episodes turned from passes into errors
+    errors: float = 0.0  # share of would-be passes that are error verdicts (missing evidence)
     population: str = "mixed"
     own_habits: bool = False  # the candidate draws its own habits (a different variant)
+    config: str = "default"  # default, ci (ci/gate.yaml) or scaffold (the scaffold's gate)
+    broken: int = 0  # regression tasks the candidate fails every trial of
+    broken_from: float = 1.0  # the broken tasks' baseline pass probability
+    error_sides: str = "both"  # candidate, baseline or both
+
+    @property
+    def label(self) -> str:
+        parts = [f"{self.config}", f"{self.tasks}x{self.trials}"]
+        if self.regression:
+            parts.append(f"{self.regression} regression")
+        if self.floors:
+            parts.append("floors")
+        if self.broken:
+            parts.append(f"break {self.broken} from {self.broken_from:.0%}")
+        if self.drop:
+            parts.append(f"-{self.drop * 100:.0f} points")
+        if self.errors:
+            parts.append(f"errors {self.errors:.0%} {self.error_sides}")
+        parts.append(f"rho {self.rho}")
+        return ", ".join(parts)
 
 
 def difficulty(tasks: int, rng: np.random.Generator, population: str = "mixed") -> np.ndarray:
@@ -138,39 +168,89 @@ def outcomes(played: np.ndarray) -> dict[str, list[bool | None]]:
 
 
 def sample(cell: Cell, rng: np.random.Generator) -> tuple[dict, dict]:
-    """One gate run's outcomes of the baseline and the candidate (None: an error)."""
-    p = difficulty(cell.tasks, rng, cell.population)
-    logits = np.log(p / (1 - p))
-    interaction = rng.normal(0, cell.tau, cell.tasks) if cell.tau else 0.0
-    shift = calibrate(cell.tau, cell.drop, cell.population) if cell.tau or cell.drop else 0.0
-    habits = rng.random(cell.tasks)
-    base = play(p, cell.trials, cell.rho, rng, habits)
-    own = cell.own_habits or cell.tau or cell.drop
-    cand_p = sigmoid(logits + interaction - shift)
-    cand = play(cand_p, cell.trials, cell.rho, rng, None if own else habits)
-    candidate = outcomes(cand)
-    if cell.errors:
-        passes = np.argwhere(cand)
-        hidden = round(cell.errors * cand.size)
-        for index in rng.choice(len(passes), size=min(hidden, len(passes)), replace=False):
-            task, trial = passes[index]
-            candidate[f"t{task}"][trial] = None
-    return outcomes(base), candidate
+    """One gate run's first trials of the baseline and the candidate (None: an error)."""
+    world = World(cell, rng)
+    numbers = {f"t{i}": list(range(cell.trials)) for i in range(cell.tasks)}
+    as_lists = [
+        {task: [by_trial[t] for t in sorted(by_trial)] for task, by_trial in side.items()}
+        for side in (world.episodes("baseline", numbers), world.episodes("candidate", numbers))
+    ]
+    return as_lists[0], as_lists[1]
+
+
+class World:
+    """The two variants of one simulated gate: each task's pass probability and habit on each
+    side, and the episodes they give for any trial numbers asked."""
+
+    def __init__(self, cell: Cell, rng: np.random.Generator):
+        self.cell, self.rng = cell, rng
+        p = difficulty(cell.tasks, rng, population(cell))
+        logits = np.log(p / (1 - p))
+        interaction = rng.normal(0, cell.tau, cell.tasks) if cell.tau else 0.0
+        shift = calibrate(cell.tau, cell.drop, population(cell)) if cell.tau or cell.drop else 0.0
+        self.p = {"baseline": p, "candidate": sigmoid(logits + interaction - shift)}
+        regression = [i for i, labels in enumerate(labels_of(cell)) if "regression" in labels[1]]
+        for task in regression[: cell.broken]:
+            self.p["baseline"][task] = cell.broken_from
+            self.p["candidate"][task] = 0.0
+        habits = rng.random(cell.tasks)
+        own = cell.own_habits or cell.tau or cell.drop
+        self.habits = {"baseline": habits, "candidate": rng.random(cell.tasks) if own else habits}
+
+    def episodes(
+        self, side: str, trials: Mapping[str, list[int]]
+    ) -> dict[str, dict[int, bool | None]]:
+        """The side's outcome of each asked trial: a fresh episode (None: without evidence)."""
+        cell, rng, found = self.cell, self.rng, {}
+        erring = cell.errors if cell.error_sides in ("both", side) else 0.0
+        for task, numbers in trials.items():
+            index = int(task[1:])
+            repeat = rng.random(len(numbers)) < cell.rho**0.5
+            draws = np.where(repeat, self.habits[side][index], rng.random(len(numbers)))
+            passed = draws < self.p[side][index]
+            lost = passed & (rng.random(len(numbers)) < erring)
+            found[task] = {
+                t: None if missing else bool(ok)
+                for t, ok, missing in zip(numbers, passed, lost, strict=True)
+            }
+        return found
+
+
+def population(cell: Cell) -> str:
+    return "reliable" if cell.config == "scaffold" else cell.population
 
 
 @cache
-def cases(tasks: int, regression: int) -> list[TaskCase]:
-    """Task cases with levels 1-3 in turn and the first `regression` tagged."""
+def scaffold_labels() -> list[tuple[int, tuple[str, ...]]]:
+    """The levels and tags of the `harness init` scaffold's tasks, read from its files."""
+    found = []
+    for path in sorted((ROOT / "harness/scaffold/project/tasks").glob("*.yaml")):
+        data = yaml.safe_load(path.read_text())
+        found.append((int(data["level"]), tuple(data.get("tags", []))))
+    return found
+
+
+def labels_of(cell: Cell) -> list[tuple[int, tuple[str, ...]]]:
+    """Each task's level and tags: the scaffold's own, else levels 1-3 in turn and the first
+    `regression` tagged."""
+    if cell.config == "scaffold":
+        return scaffold_labels()
+    return [(1 + i % 3, ("regression",) if i < cell.regression else ()) for i in range(cell.tasks)]
+
+
+@cache
+def cases(labels: tuple[tuple[int, tuple[str, ...]], ...]) -> list[TaskCase]:
+    """Task cases t0, t1, ... with the given levels and tags."""
     persona = Persona.model_construct(name="user")
     found = []
-    for i in range(tasks):
+    for i, (level, tags) in enumerate(labels):
         task = Task.model_validate(
             {
                 "kind": "task",
                 "id": f"t{i}",
                 "title": f"task {i}",
-                "level": 1 + i % 3,
-                "tags": ["regression"] if i < regression else [],
+                "level": level,
+                "tags": list(tags),
                 "domain": "support",
                 "persona": "user",
                 "scenario": {"reason": "synthetic"},
@@ -181,34 +261,68 @@ def cases(tasks: int, regression: int) -> list[TaskCase]:
     return found
 
 
+@cache
+def shipped(config: str) -> Gate:
+    if config == "ci":
+        return load_gate_config(ROOT / "ci/gate.yaml")
+    if config == "scaffold":
+        return load_gate_config(ROOT / "harness/scaffold/project/ci/gate.yaml")
+    return Gate(kind="gate")
+
+
 def config(cell: Cell) -> Gate:
-    floors = dict.fromkeys((1, 2, 3), round(truth(cell.population), 4)) if cell.floors else {}
-    return Gate(kind="gate", alpha=ALPHA, level_floors=floors)
+    """The cell's gate file; its floors at the population's rate in null cells (and in the
+    default config's `floors` cells), so that each floor holds, at the boundary."""
+    gate = shipped(cell.config)
+    rate = round(truth(population(cell)), 4)
+    if cell.config == "default":
+        floors = dict.fromkeys((1, 2, 3), rate) if cell.floors else {}
+    else:
+        floors = {level: min(floor, rate) for level, floor in gate.level_floors.items()}
+    return gate.model_copy(update={"level_floors": floors, "budgets": Gate(kind="gate").budgets})
 
 
-def gate_counts(job: tuple[Cell, int, int]) -> dict[str, int]:
-    """Simulate `runs` gate runs of a cell: how often the gate failed, each rule failed, the
-    paired test over the pairs both graded said worse, and a rule was undecided."""
+def decide(cell: Cell, gate: Gate, rng: np.random.Generator, loop: asyncio.AbstractEventLoop):
+    """One simulated gate: the first trials, the evidence loop with a player drawing from the
+    same synthetic agents, the decision; and the episodes the loop played."""
+    world, suite = World(cell, rng), cases(tuple(labels_of(cell)))
+    first = {f"t{i}": list(range(cell.trials)) for i in range(cell.tasks)}
+    candidate = GradedEpisodes.from_outcomes("c", "candidate", world.episodes("candidate", first))
+    baseline = GradedEpisodes.from_outcomes("b", "baseline", world.episodes("baseline", first))
+    played = [0]
+
+    async def player(wanted: Plan, round_: int) -> Round:
+        sides = []
+        for side, trials in (("candidate", wanted.candidate), ("baseline", wanted.baseline)):
+            played[0] += sum(len(t) for t in trials.values())
+            found = world.episodes(side, trials) if trials else None
+            sides.append(
+                GradedEpisodes.from_outcomes(f"{side}{round_}", side, found) if found else None
+            )
+        return Round(record(wanted, round_, None, None), sides[0], sides[1])
+
+    gathered = loop.run_until_complete(gather(gate, candidate, baseline, suite, player))
+    result = evaluate_gate(gate, gathered.candidate, gathered.baseline, suite, figures=False)
+    return result, played[0]
+
+
+def gate_counts(job: tuple[Cell, int, int]) -> dict[str, float]:
+    """Simulate `runs` gates of a cell: how often the gate blocked, failed, was undecided, each
+    rule failed; and the extra episodes it played per gate."""
     cell, runs, seed = job
-    rng = np.random.default_rng(seed)
-    gate, suite = config(cell), cases(cell.tasks, cell.regression)
-    counts = {"gate": 0, "worse": 0, "paired only": 0, "undecided": 0}
-    for index in range(runs):
-        base, cand = sample(cell, rng)
-        result = evaluate_gate(
-            gate,
-            GradedEpisodes.from_outcomes(f"c{index}", "candidate", cand),
-            GradedEpisodes.from_outcomes(f"b{index}", "baseline", base),
-            suite,
-        )
-        counts["gate"] += not result.passed
-        counts["undecided"] += any(rule.status == "undecided" for rule in result.rules)
+    rng, loop = np.random.default_rng(seed), asyncio.new_event_loop()
+    gate = config(cell)
+    counts: dict[str, float] = {"blocks": 0, "fail": 0, "undecided": 0, "extra": 0}
+    for _ in range(runs):
+        result, extra = decide(cell, gate, rng, loop)
+        counts["blocks"] += result.blocks
+        counts[result.status] = counts.get(result.status, 0) + 1
+        counts["extra"] += extra
         for rule in result.rules:
-            if rule.status == "fail":
-                counts[rule.rule] = counts.get(rule.rule, 0) + 1
-        assert result.comparison is not None
-        counts["paired only"] += result.comparison.tasks.p_worse <= ALPHA
-    counts["worse"] = counts.get("worse than the baseline", 0)
+            if rule.status != "pass":
+                key = f"{rule.status}: {rule.rule}"
+                counts[key] = counts.get(key, 0) + 1
+    loop.close()
     return counts
 
 
@@ -221,7 +335,7 @@ def simulate(pool: Pool, cells: list[Cell], runs: int) -> list[dict[str, float]]
     done = pool.map(gate_counts, jobs)
     rates = []
     for c in range(len(cells)):
-        total: dict[str, int] = {}
+        total: dict[str, float] = {}
         for counts in done[c * parts : (c + 1) * parts]:
             for key, n in counts.items():
                 total[key] = total.get(key, 0) + n
@@ -229,31 +343,55 @@ def simulate(pool: Pool, cells: list[Cell], runs: int) -> list[dict[str, float]]
     return rates
 
 
-def coverage(job: tuple[Cell, int, int]) -> tuple[float, float]:
-    """Share of single runs whose 95% interval holds the population rate: the clustered
-    `run_rate` and, for comparison, Wilson over episodes as if they were independent."""
-    cell, runs, seed = job
-    rng = np.random.default_rng(seed)
-    target, held, pooled = truth(cell.population), 0, 0
+def table(cells: list[Cell], rates: list[dict[str, float]], what: str) -> None:
+    """Each cell's share of gates that blocked (`what`: false failures or breaks caught), how
+    many failed and were undecided, and the episodes the gate played per gate."""
+    print(f"  {'cell':<66} {what:>8} {'fail':>6} {'undec.':>6} {'extra':>6}")
+    for cell, found in zip(cells, rates, strict=True):
+        print(
+            f"  {cell.label:<66} {found['blocks']:>8.1%} {found.get('fail', 0):>6.1%} "
+            f"{found.get('undecided', 0):>6.1%} {found['extra']:>6.1f}"
+        )
+
+
+def drift(job: tuple[int, int, bool, int]) -> float:
+    """Share of 7-week sequences that ship the whole drift: 30 tasks x 3 trials, each week's
+    candidate 3 points worse than the last shipped one, gated against the pinned production
+    baseline (`pinned`) or against the last candidate that passed (the ratchet); a failed gate
+    is re-run with a new candidate run up to `reruns` times."""
+    runs, seed, pinned, reruns = job
+    rng, loop = np.random.default_rng(seed), asyncio.new_event_loop()
+    gate, suite = Gate(kind="gate"), cases(tuple((1 + i % 3, ()) for i in range(30)))
+    shipped_all = 0
     for _ in range(runs):
-        played = play(difficulty(cell.tasks, rng, cell.population), cell.trials, cell.rho, rng)
-        found = run_rate(outcomes(played))
-        held += found.low <= target <= found.high
-        low, high = wilson_interval(int(played.sum()), played.size)
-        pooled += low <= target <= high
-    return held / runs, pooled / runs
+        p = difficulty(30, rng)
+
+        baseline, weeks = week_run(p, 0, rng), 0
+        for week in range(1, 8):
+            for _attempt in range(1 + reruns):
+                candidate = week_run(p, week, rng)
+                gathered = loop.run_until_complete(gather(gate, candidate, baseline, suite, None))
+                result = evaluate_gate(
+                    gate, gathered.candidate, gathered.baseline, suite, figures=False
+                )
+                if not result.blocks:
+                    break
+            if result.blocks:
+                break
+            weeks += 1
+            if not pinned:
+                baseline = candidate
+        shipped_all += weeks == 7
+    loop.close()
+    return shipped_all / runs
 
 
-def difference_coverage(job: tuple[Cell, int, int]) -> float:
-    """Share of runs whose 95% interval of B - A holds the population difference."""
-    cell, runs, seed = job
-    rng = np.random.default_rng(seed)
-    held = 0
-    for index in range(runs):
-        base, cand = sample(cell, rng)
-        found = clustered_difference(base, cand, seed=index)
-        held += found.low <= -cell.drop <= found.high
-    return held / runs
+def week_run(p: np.ndarray, week: int, rng: np.random.Generator) -> GradedEpisodes:
+    """A run of 30 tasks x 3 trials by the candidate of a week: 3 points worse a week."""
+    logits = np.log(p / (1 - p))
+    chance = sigmoid(logits - calibrate(0.0, 0.03 * week)) if week else p
+    name = f"week {week}"
+    return GradedEpisodes.from_outcomes(name, name, outcomes(play(chance, 3, 0.3, rng)))
 
 
 def main() -> None:
@@ -261,142 +399,171 @@ def main() -> None:
     started = time.perf_counter()
     noise = (ALPHA * (1 - ALPHA) / runs) ** 0.5
     print(
-        f"{runs} simulated gate runs per cell through harness.gate.evaluate_gate; Monte Carlo "
-        f"standard error of a 5% rate: {noise:.1%}; alpha {ALPHA}\n"
+        f"{runs} simulated gates per cell, each the whole procedure (harness.gate.evidence."
+        f"gather, then harness.gate.evaluate_gate); Monte Carlo standard error of a 5% rate: "
+        f"{noise:.1%}; a gate blocks when it FAILs or is UNDECIDED\n"
     )
     with Pool(2) as pool:
-        print("1. Whole-gate false failures, identical variants (target <= 5% in every cell):")
+        print("1. False failures: identical variants (target <= 5% blocked in every cell)")
         nulls = [
-            Cell(tasks, trials, regression, floors, rho)
-            for tasks in (50,)
-            for regression in (0, 5, 20)
-            for trials in (1, 3)
-            for floors in (False, True)
-            for rho in (0.0, 0.3)
+            *(
+                Cell(6, trials, config="scaffold", rho=rho)
+                for trials in (1, 3)
+                for rho in (0.3, 1.0)
+            ),
+            *(
+                Cell(tasks, trials, 5, config="ci", population="easy", rho=rho)
+                for tasks in (20, 50)
+                for trials in (1, 3)
+                for rho in (0.0, 0.3)
+            ),
+            *(
+                Cell(tasks, trials, regression, floors, rho)
+                for tasks in (20, 50)
+                for trials in (1, 2, 3)
+                for regression, floors in ((5, False), (5, True), (20, True))
+                for rho in (0.0, 0.3)
+                if regression < tasks
+            ),
         ]
         found = simulate(pool, nulls, runs)
-        print(
-            f"{'tasks':>5} {'trials':>6} {'regression':>10} {'floors':>6} {'rho':>4} "
-            f"{'gate fails':>10} {'worse':>6} {'suite':>6} {'floors':>6} {'undecided':>9}"
-        )
-        for cell, rates in zip(nulls, found, strict=True):
-            floor = sum(v for k, v in rates.items() if k.startswith("level "))
-            print(
-                f"{cell.tasks:>5} {cell.trials:>6} {cell.regression:>10} "
-                f"{'yes' if cell.floors else 'no':>6} {cell.rho:>4} {rates['gate']:>10.1%} "
-                f"{rates['worse']:>6.1%} {rates.get('regression suite', 0):>6.1%} "
-                f"{floor:>6.1%} {rates['undecided']:>9.1%}"
-            )
-        gate_max = max(rates["gate"] for rates in found)
-        print(f"worst whole-gate false-failure rate: {gate_max:.1%}\n")
+        table(nulls, found, "blocks")
+        gate_max = max(rates["blocks"] for rates in found)
+        print(f"  worst false-failure rate: {gate_max:.1%}\n")
 
         print("2. The worse-than-baseline rule under other nulls (target <= 5%):")
         others = [
             Cell(tasks, trials, rho=rho, tau=tau, own_habits=True)
-            for tasks, trials in ((25, 4), (100, 4), (100, 8))
+            for tasks, trials in ((25, 4), (100, 4))
             for rho, tau in ((0.3, 0.0), (0.3, 1.0), (1.0, 0.0))
         ]
         for cell, rates in zip(others, simulate(pool, others, runs), strict=True):
-            name = {
-                (0.3, 0.0): "each variant its own habits",
-                (0.3, 1.0): "reshuffled tasks, same mean",
-                (1.0, 0.0): "deterministic, own habits",
-            }[(cell.rho, cell.tau)]
-            print(f"  {cell.tasks} x {cell.trials}, {name}: {rates['worse']:.1%}")
+            worse = rates.get("fail: worse than the baseline", 0.0)
+            print(f"  {cell.tasks} x {cell.trials}, rho {cell.rho}, tau {cell.tau}: {worse:.1%}")
 
         print(
-            "\n3. Errors that hide would-be passes on the candidate, identical variants "
-            "(target: the gate fails <= 5%):"
+            "\n3. Missing evidence on identical variants (a judge failing on 4% of would-be "
+            "passes, replayed; target <= 5% blocked):"
         )
         erring = [
-            Cell(100, 4, errors=share, floors=floors)
-            for share in (0.02, 0.04)
-            for floors in (False, True)
+            Cell(tasks, trials, 5, errors=0.04, error_sides=sides, config=name, population=pop)
+            for tasks, trials in ((50, 3), (20, 1))
+            for sides in ("candidate", "both")
+            for name, pop in (("default", "mixed"), ("ci", "easy"))
         ]
         error_rates = simulate(pool, erring, runs)
-        for cell, rates in zip(erring, error_rates, strict=True):
-            print(
-                f"  {cell.errors:.0%} errors, 100 x 4, floors {'yes' if cell.floors else 'no'}: "
-                f"gate fails {rates['gate']:.1%} (a rule undecided: {rates['undecided']:.1%}); "
-                f"the sign-flip test over the pairs both graded: {rates['paired only']:.1%}"
-            )
-        error_max = max(rates["gate"] for rates in error_rates)
+        table(erring, error_rates, "blocks")
+        error_max = max(rates["blocks"] for rates in error_rates)
 
         print(
-            "\n4. Power: the gate fails a candidate that dropped (tau 0.5; trials of a task "
-            "correlated 0.09, the setting of the earlier bench whose habit repeated with "
-            "probability 0.3, unless a line says rho 0.3 or 1.0):"
+            "\n4. False passes: a candidate that breaks regression tasks, fails every trial of "
+            "them (target: caught >= 95% in every cell)"
         )
+        breaks = [
+            *(
+                Cell(6, trials, config="scaffold", broken=broken, rho=rho, broken_from=level)
+                for trials in (1, 3)
+                for broken in (1, 2)
+                for level, rho in ((1.0, 1.0), (0.9, 0.0))
+            ),
+            *(
+                Cell(tasks, trials, 5, config=name, population=pop, broken=broken, **start)
+                for tasks in (20, 50)
+                for trials in (1, 3)
+                for broken in (1, 2, 5)
+                for start in ({"broken_from": 1.0}, {"broken_from": 0.9, "rho": 0.0})
+                for name, pop in (("default", "mixed"), ("ci", "easy"))
+            ),
+        ]
+        break_rates = simulate(pool, breaks, runs)
+        table(breaks, break_rates, "caught")
+        deterministic = [
+            1 - rates["blocks"]
+            for cell, rates in zip(breaks, break_rates, strict=True)
+            if cell.broken_from == 1.0
+        ]
+        false_pass_max = max(deterministic)
+        at_90 = max(
+            1 - rates["blocks"]
+            for cell, rates in zip(breaks, break_rates, strict=True)
+            if cell.broken_from < 1
+        )
+        print(
+            f"  worst false-pass rate: {false_pass_max:.1%} (breaks from 100%), {at_90:.1%} "
+            "(from 90%)"
+        )
+
+        print("\n5. Drops and errors that would hide them (power; tau 0.5, rho 0.09 unless said):")
         drops = [
-            Cell(tasks, trials, regression, floors, rho, tau=0.5, drop=drop)
-            for tasks, trials, regression, floors, rho, drop in (
-                (100, 4, 0, False, 0.09, 0.10),  # the target: the first line
-                (100, 4, 0, False, 0.3, 0.10),
-                (100, 4, 0, False, 1.0, 0.10),
-                (25, 4, 0, False, 0.09, 0.10),
-                (50, 4, 0, False, 0.09, 0.10),
-                (50, 8, 0, False, 0.09, 0.10),
-                (100, 1, 0, False, 0.09, 0.10),
-                (100, 8, 0, False, 0.09, 0.10),
-                (100, 8, 0, False, 0.3, 0.10),
-                (100, 4, 0, False, 0.09, 0.05),
-                (200, 4, 0, False, 0.09, 0.05),
-                (200, 8, 0, False, 0.09, 0.05),
-                (100, 4, 5, True, 0.09, 0.10),
-            )
+            Cell(100, 4, rho=0.09, tau=0.5, drop=0.10),  # the earlier bench's target line
+            *(
+                Cell(tasks, trials, 5, config=name, population=pop, rho=0.09, tau=0.5, drop=drop)
+                for tasks in (20, 50)
+                for trials in (1, 3)
+                for drop in (0.10, 0.20)
+                for name, pop in (("default", "mixed"), ("ci", "easy"))
+            ),
+            *(
+                Cell(50, 3, 5, rho=0.09, tau=0.5, drop=0.10, errors=0.04, error_sides=sides)
+                for sides in ("candidate", "both")
+            ),
+            *(  # sizing a suite: how many tasks and trials a drop needs
+                Cell(tasks, trials, rho=0.09, tau=0.5, drop=drop)
+                for tasks, trials, drop in (
+                    (25, 4, 0.10),
+                    (50, 4, 0.10),
+                    (50, 8, 0.10),
+                    (100, 1, 0.10),
+                    (100, 8, 0.10),
+                    (100, 4, 0.05),
+                    (200, 8, 0.05),
+                )
+            ),
         ]
         powers = simulate(pool, drops, runs)
-        for cell, rates in zip(drops, powers, strict=True):
+        table(drops, powers, "caught")
+        power = powers[0]["blocks"]
+
+        print("\n6. Repeated looks: 7 weekly candidates, each 3 points worse (30 tasks x 3):")
+        shares = pool.map(
+            drift,
+            [
+                (runs // 4, 7 + k, pinned, reruns)
+                for pinned in (True, False)
+                for reruns in (0, 2)
+                for k in range(2)
+            ],
+        )
+        by = {}
+        for i, (pinned, reruns) in enumerate((p, r) for p in (True, False) for r in (0, 2)):
+            by[(pinned, reruns)] = (shares[2 * i] + shares[2 * i + 1]) / 2
+            baseline = "the pinned production baseline" if pinned else "the last that passed"
             print(
-                f"  -{cell.drop * 100:.0f} points at {cell.tasks} x {cell.trials}"
-                f"{f', rho {cell.rho}' if cell.rho != 0.09 else ''}"
-                f"{', 5 regression tasks and floors' if cell.regression else ''}: "
-                f"{rates['gate']:.1%}"
+                f"  against {baseline}, failed gates re-run {reruns} times: "
+                f"{by[(pinned, reruns)]:.1%} of sequences ship the whole -21 points"
             )
-        power = powers[0]["gate"]
+        drift_shipped = by[(True, 0)]
 
         print(
-            f"\n5. Coverage of a run's 95% interval of its pass rate ({5 * runs} runs per cell; "
-            "target 93-97% at 20 x 4 and 50 x 8); in brackets Wilson over episodes as if "
-            "independent:"
+            "\n7. Coverage of the 95% intervals every printer shows (bench/interval_coverage.py's "
+            "regimes, rare failures and breaks among few tasks included; target >= 93%):"
         )
-        grid = [
-            Cell(tasks, trials, rho=rho, population=population)
-            for population in POPULATIONS
-            for tasks, trials in ((20, 1), (20, 4), (50, 8), (100, 4))
-            for rho in (0.3, 1.0)
-        ]
-        covered = pool.map(coverage, [(cell, 5 * runs, 7 + i) for i, cell in enumerate(grid)])
-        for cell, (held, pooled) in zip(grid, covered, strict=True):
-            print(
-                f"  {cell.population:>5} (rate {truth(cell.population):.0%}) {cell.tasks:>3} x "
-                f"{cell.trials} rho {cell.rho}: {held:.1%} [{pooled:.1%}]"
-            )
-        required = [
-            held
-            for cell, (held, _) in zip(grid, covered, strict=True)
-            if (cell.tasks, cell.trials) in ((20, 4), (50, 8))
-        ]
-        coverage_min = min(required)
-
-        print("\n6. Coverage of the 95% interval of B - A (target 93-97%):")
-        differences = [
-            Cell(tasks, trials, **change)
-            for tasks, trials in ((25, 4), (100, 4))
-            for change in ({"tau": 0.5, "drop": 0.10}, {"tau": 1.0}, {"rho": 1.0, "tau": 0.5})
-        ]
-        spans = pool.map(
-            difference_coverage, [(cell, runs // 2, 99 + i) for i, cell in enumerate(differences)]
+        runs_covered = interval_coverage.run_interval_coverage(
+            interval_coverage.RUN_REGIMES, runs, pool
         )
-        for cell, held in zip(differences, spans, strict=True):
-            print(
-                f"  {cell.tasks} x {cell.trials}, drop {cell.drop:.0%}, rho {cell.rho}, "
-                f"tau {cell.tau}: {held:.1%}"
-            )
+        for regime, found in zip(interval_coverage.RUN_REGIMES, runs_covered, strict=True):
+            print(f"  run rate, {regime.label}: {found.coverage:.1%}")
+        spans = interval_coverage.difference_interval_coverage(
+            interval_coverage.DIFFERENCE_REGIMES, runs, pool
+        )
+        for regime, found in zip(interval_coverage.DIFFERENCE_REGIMES, spans, strict=True):
+            print(f"  B - A, {regime.label}: {found.coverage:.1%}")
+        coverage_min = min(found.coverage for found in runs_covered)
     print(f"\n{time.perf_counter() - started:.0f}s")
     print(
         f"gate_false_failure_max={gate_max:.4f} run_ci_coverage_min={coverage_min:.4f} "
-        f"error_null_max={error_max:.4f} power_100x4={power:.4f}"
+        f"error_null_max={error_max:.4f} power_100x4={power:.4f} "
+        f"false_pass_max={false_pass_max:.4f} drift_7w_shipped={drift_shipped:.4f}"
     )
 
 

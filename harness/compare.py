@@ -62,25 +62,56 @@ class GradedEpisodes:
 
     @classmethod
     def from_outcomes(
-        cls, run_id: str, variant: str, outcomes: Mapping[str, Sequence[bool | None]]
+        cls,
+        run_id: str,
+        variant: str,
+        outcomes: Mapping[str, Sequence[bool | None] | Mapping[int, bool | None]],
     ) -> GradedEpisodes:
-        """Graded episodes from outcomes per task and trial (True pass, False fail, None an
-        error of the agent side), without a store: for simulations of the decision rules and
-        results gathered elsewhere."""
+        """Graded episodes from outcomes per task, by trial (a list from trial 0, or a mapping
+        of trial numbers; True pass, False fail, None an episode without evidence: an error
+        verdict of the judge), without a store: for simulations of the decision rules and
+        results gathered elsewhere. An agent's own crash is its failure (False), never missing
+        evidence."""
         rows = {}
         for task, trials in outcomes.items():
-            for trial, outcome in enumerate(trials):
+            numbered = trials.items() if isinstance(trials, Mapping) else enumerate(trials)
+            for trial, outcome in numbered:
                 verdict = GradedVerdict(
                     task_id=task,
                     trial=trial,
                     outcome="error" if outcome is None else ("pass" if outcome else "fail"),
-                    error_side=Side.AGENT if outcome is None else None,
+                    error_side=Side.JUDGE if outcome is None else None,
                 )
                 end = EndReason.ERROR if outcome is None else EndReason.USER_STOP
                 rows[(task, trial)] = EpisodeRow(
                     task, trial, end, 1, Usage(), Usage(), 0.0, verdict
                 )
         return cls(run_id, variant, rows)
+
+    def filled(self, replays: Sequence[GradedEpisodes]) -> GradedEpisodes:
+        """This run with more episodes of its variant (the gate's evidence runs, in the order
+        they were played): each (task, trial) holds the first episode with evidence among this
+        run's and the replays', so that an episode re-played after an error fills its slot,
+        and trials the replays added join the run's."""
+        merged = GradedEpisodes(self.run_id, self.variant, dict(self.rows), list(self.ungraded))
+        for replay in replays:
+            known = merged.keys()
+            for key in sorted(replay.keys()):
+                if key in known and not merged.missing(key):
+                    continue  # the first evidence counts
+                if key in replay.rows and (key not in known or not replay.missing(key)):
+                    merged.rows[key] = replay.rows[key]
+                    merged.ungraded = [k for k in merged.ungraded if k != key]
+                elif key not in known:
+                    merged.ungraded.append(key)
+        return merged
+
+    def trials(self) -> dict[str, list[int]]:
+        """The trial numbers stored per task, graded or not."""
+        by_task: dict[str, list[int]] = defaultdict(list)
+        for task, trial in sorted(self.keys()):
+            by_task[task].append(trial)
+        return dict(by_task)
 
     def only_tasks(self, task_ids: set[str]) -> GradedEpisodes:
         """The same run restricted to some tasks (the tasks two suites share)."""
@@ -157,8 +188,16 @@ class TaskDifference(BaseModel):
         description="Cluster-robust standard error: sd of the task differences "
         "over the square root of the number of tasks."
     )
-    low: float = Field(description="Lower end of the 95% paired cluster-bootstrap interval.")
-    high: float = Field(description="Upper end of the 95% paired cluster-bootstrap interval.")
+    low: float = Field(
+        description="Lower end of the 95% interval of the population's mean difference, the "
+        "task as the unit (`harness.stats.difference_interval`)."
+    )
+    high: float = Field(description="Upper end of the same interval.")
+    interval: str = Field(
+        default="",
+        description="How the interval was made: the score interval at the task-clustered "
+        "effective size, or widened to the share of tasks a sample of this size can miss.",
+    )
     p_value: float = Field(description="Two-sided sign-flip permutation p-value over tasks.")
     p_worse: float = Field(description="One-sided sign-flip p-value that B is worse.")
     p_better: float = Field(description="One-sided sign-flip p-value that B is better.")
@@ -346,6 +385,7 @@ def task_difference(
         se=found.se,
         low=found.low,
         high=found.high,
+        interval=found.method,
         p_value=found.test.p_value,
         p_worse=found.test.p_less,
         p_better=found.test.p_greater,

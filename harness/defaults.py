@@ -23,6 +23,11 @@ MAX_ERROR_RATE = 0.05
 """Most share of a run's episodes without evidence before a gate or a comparison decides
 nothing (`max_error_rate` of a gate, `--max-error-rate` of compare)."""
 
+GATE_MAX_TRIALS = 8
+"""Most trials per task and side the gate plays to decide (`Gate.max_trials`)."""
+MIN_JUDGE_SESSIONS = 30
+"""Fewest labelled sessions a judge's calibration needs for the gate's kappa rule."""
+
 MODEL_TIMEOUT_S = 60.0
 """Seconds one model call may take before it counts as failed (and is retried)."""
 MODEL_RETRIES = 4

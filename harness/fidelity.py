@@ -5,18 +5,37 @@ each stored episode of the run (the task's prior `history` left out; episodes th
 harness `error` are not a user's behaviour and are left out), and the users of the production
 sessions the source and filters give.
 
-Per dimension (`FAMILIES`), the two distributions are summarised side by side and compared:
-agreement is 1 - the Kolmogorov-Smirnov distance between them (the largest gap between their
-cumulative distributions; for a yes/no dimension, 1 - the gap between the two rates), so 1 is
-the same distribution and 0 none in common. A dimension with fewer than `MIN_VALUES` sessions
-holding a value on either side (reactions exist only where the agent erred) is left out and
-named. The fidelity index is 100 x the mean over the five families of the mean agreement of
-their dimensions, so that seven style proxies do not outweigh information disclosure.
+Per dimension (`FAMILIES`), the two distributions are summarised side by side and compared by
+their Kolmogorov-Smirnov distance (the largest gap between their cumulative distributions; for a
+yes/no dimension, the gap between the two rates). A dimension with fewer than `MIN_VALUES`
+sessions holding a value on either side (reactions exist only where the agent erred) is left out
+and named.
 
-Its 95% interval is a basic (reflected) bootstrap interval (`BOOTSTRAP` resamples; `_basic`
-says why not the percentiles) that resamples production sessions and, on the simulated side,
-tasks with all their episodes (a task's trials are not independent): the interval covers the
-index of the two populations, clustered by task.
+The distance between two *samples* is biased up: two samples of the very same users differ by
+their noise, so the plug-in distance of a perfect simulator is about 0.9 x sqrt(1/n + 1/m), not
+0, and a plug-in index scored a perfect simulator 91-96 depending on the sample sizes. Each
+dimension's distance is therefore corrected (`_Correction`): the bootstrap gives the noise
+alone, the largest gap between the resampled and the observed difference of the two
+distributions, whose mean is what identical users would show at these sample sizes and with this
+clustering; that mean is subtracted in full from a distance that noise alone explains and less
+and less from one well beyond it (weighted by exp(-(D/s)^2 / 2), s the noise's root mean square,
+normalised so that the subtraction's expectation under identical users is the noise's mean). The
+corrected distance is unbiased for identical users and for well-separated ones, and in between
+errs by at most about half the noise's standard deviation, towards agreement (no estimator of a
+distance is unbiased everywhere: its true value 0 is a boundary). A dimension's agreement is 1 -
+its corrected distance, and can exceed 1 by noise when the two sides agree. The fidelity index
+is 100 x the mean over the five families of the mean agreement of their dimensions, so that
+seven style proxies do not outweigh information disclosure: a simulator whose users behave like
+production's reads 100 on average at any sample size (a reading a little above 100 is noise),
+and `plug_in_index` keeps the uncorrected figure.
+
+Its 95% interval is the percentile interval of the corrected index over `BOOTSTRAP` resamples
+that draw production sessions and, on the simulated side, tasks with all their episodes (a
+task's trials are not independent); it is meant to cover the index of the two populations,
+clustered by task. A distance at its boundary makes no bootstrap interval exact, so its
+coverage is measured where the truth is known (`bench/fidelity.py`: a simulator identical to
+production, a slightly easier and a much easier one, at several sample sizes): README quotes
+the figures.
 
 A dimension is *easy mode* when simulation differs from production in the direction that makes
 the agent's job easier (`EASIER`: more front-loaded, less asking back, less pushback, fewer
@@ -31,7 +50,7 @@ count; a positive gap means simulation is more optimistic than production.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -90,6 +109,7 @@ MIN_VALUES = 5
 BOOTSTRAP = 1000
 CONFIDENCE = 0.95
 EASY_AGREEMENT = 0.9
+BLOCK = 2_000_000  # bootstrap weights held at once (resamples x sessions): about 16 MB
 
 
 class Distribution(BaseModel):
@@ -114,7 +134,18 @@ class DimensionAgreement(BaseModel):
     simulated: Distribution = Field(description="The run's simulated users.")
     production: Distribution = Field(description="Production's users.")
     agreement: float | None = Field(
-        description="1 - Kolmogorov-Smirnov distance, 0..1; None when left out."
+        description="1 - the bias-corrected Kolmogorov-Smirnov distance (can exceed 1 by "
+        "noise when the two sides agree); None when left out."
+    )
+    plug_in: float | None = Field(
+        default=None,
+        description="1 - the plug-in Kolmogorov-Smirnov distance of the two samples, biased "
+        "low by their noise (None: left out, or a report from before the correction).",
+    )
+    noise: float | None = Field(
+        default=None,
+        description="The distance two samples of identical users show on average at these "
+        "sizes (the bootstrap's estimate; what the correction subtracts at most).",
     )
     difference: float | None = Field(description="Simulated mean - production mean.")
     difference_interval: tuple[float, float] | None = Field(
@@ -157,8 +188,19 @@ class FidelityReport(BaseModel):
     simulated_tasks: int = Field(description="Their tasks (the simulated bootstrap clusters).")
     production_sessions: int = Field(description="Production sessions measured.")
     left_out: int = Field(default=0, description="Episodes left out (harness errors, no turn).")
-    index: float | None = Field(description="Fidelity index, 0..100 (None: nothing comparable).")
-    interval: tuple[float, float] | None = Field(description="Its 95% bootstrap interval.")
+    index: float | None = Field(
+        description="Fidelity index, 0..100, bias-corrected: a simulator identical to production "
+        "reads 100 on average, a little above 100 by noise (None: nothing comparable)."
+    )
+    interval: tuple[float, float] | None = Field(
+        description="Its 95% percentile bootstrap interval (coverage measured by "
+        "bench/fidelity.py)."
+    )
+    plug_in_index: float | None = Field(
+        default=None,
+        description="The index from plug-in distances, biased low by sampling noise (None in "
+        "a report from before the correction).",
+    )
     covers: str = Field(description="What the interval covers.")
     families: dict[str, float | None] = Field(description="Each family's mean agreement.")
     dimensions: list[DimensionAgreement] = Field(description="Every dimension, in order.")
@@ -196,32 +238,98 @@ def _dimension(sim: np.ndarray, prod: np.ndarray) -> _Dimension:
     return _Dimension(index(sim), index(prod), sim, prod, len(grid))
 
 
-def _cdf(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray | None:
-    held = index >= 0
-    total = weights[held].sum()
-    if total <= 0:
-        return None
-    return np.cumsum(np.bincount(index[held], weights=weights[held], minlength=size)) / total
+def _cdfs(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """Each row of `weights` (sessions' weights) as a cumulative distribution over the grid
+    (rows x size); a row that gives no weight to a session with a value is all nan."""
+    held = np.flatnonzero(index >= 0)
+    order = held[np.argsort(index[held], kind="stable")]  # sessions by their grid value
+    values = index[order]
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]]) if len(order) else order
+    counts = np.zeros((weights.shape[0], size))
+    if len(order):
+        counts[:, values[starts]] = np.add.reduceat(weights[:, order], starts, axis=1)
+    totals = counts.sum(axis=1, keepdims=True)
+    return np.cumsum(counts, axis=1) / np.where(totals > 0, totals, np.nan)
 
 
-def _mean(values: np.ndarray, weights: np.ndarray) -> float | None:
+def _means(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Each row's weighted mean of the values held (nan where it holds none)."""
     held = ~np.isnan(values)
-    total = weights[held].sum()
-    return float((values[held] * weights[held]).sum() / total) if total > 0 else None
+    totals = weights @ held.astype(float)
+    sums = weights @ np.where(held, values, 0.0)
+    return sums / np.where(totals > 0, totals, np.nan)
 
 
-def _agreement(dim: _Dimension, w_sim: np.ndarray, w_prod: np.ndarray) -> float | None:
-    a, b = _cdf(dim.sim, w_sim, dim.size), _cdf(dim.prod, w_prod, dim.size)
-    return None if a is None or b is None else float(1.0 - np.abs(a - b).max())
+def _mean_of(rows: list[np.ndarray]) -> np.ndarray:
+    """Element-wise mean of the arrays, ignoring nan (nan where all are)."""
+    stack = np.vstack(rows)
+    held = ~np.isnan(stack)
+    count = held.sum(axis=0)
+    total = np.where(held, stack, 0.0).sum(axis=0)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
-def _index(agreements: dict[str, float | None]) -> tuple[float | None, dict[str, float | None]]:
-    families: dict[str, float | None] = {}
-    for family, names in FAMILIES.items():
-        known = [a for n in names if (a := agreements.get(n)) is not None]
-        families[family] = float(np.mean(known)) if known else None
-    scored = [v for v in families.values() if v is not None]
-    return (100.0 * float(np.mean(scored)) if scored else None), families
+def _index_of(agreements: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """100 x the mean over families of their dimensions' mean agreement, element-wise (each
+    array one estimate or one per resample; nan: left out)."""
+    families = {
+        family: _mean_of([agreements[n] for n in names if n in agreements])
+        for family, names in FAMILIES.items()
+        if any(n in agreements for n in names)
+    }
+    if not families:
+        return np.array([np.nan]), {}
+    return 100.0 * _mean_of(list(families.values())), families
+
+
+@dataclass
+class _Correction:
+    """A dimension's bias correction, from the bootstrap's noise alone: `noise` holds, per
+    resample, the largest gap between the resampled and the observed difference of the two
+    cumulative distributions, which is what two samples of identical users differ by (clustered
+    by task, at these sizes). A distance D loses `mean` x exp(-(D/scale)^2 / 2) / `norm`: in
+    full when noise explains it, hardly anything when it is well beyond the noise. `norm` is the
+    weight's mean over the noise, so that under identical users the expected subtraction is the
+    expected distance, and the corrected distance is unbiased there."""
+
+    mean: float
+    scale: float
+    norm: float
+
+    @classmethod
+    def of(cls, noise: np.ndarray) -> _Correction:
+        noise = noise[~np.isnan(noise)]
+        if not len(noise) or not noise.any():
+            return cls(0.0, 0.0, 1.0)  # no noise: one value on both sides, nothing to correct
+        scale = float(np.sqrt((noise**2).mean()))
+        return cls(float(noise.mean()), scale, float(np.exp(-0.5 * (noise / scale) ** 2).mean()))
+
+    def __call__(self, distance: np.ndarray) -> np.ndarray:
+        if self.scale == 0:
+            return distance
+        return distance - self.mean * np.exp(-0.5 * (distance / self.scale) ** 2) / self.norm
+
+
+def _weights(
+    rng: np.random.Generator, bootstrap: int, task_of: np.ndarray, clusters: int, prod: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The bootstrap's resamples in blocks, as weights (resamples x sessions) of the simulated
+    sessions (each task drawn with all its episodes) and of the production sessions; blocks
+    keep about `BLOCK` weights in memory."""
+    block = max(1, BLOCK // max(len(task_of), prod, 1))
+    done = 0
+    while done < bootstrap:
+        size = min(block, bootstrap - done)
+        picked = _counts(rng.integers(0, clusters, (size, clusters)), clusters)
+        yield picked[:, task_of], _counts(rng.integers(0, prod, (size, prod)), prod)
+        done += size
+
+
+def _counts(draws: np.ndarray, size: int) -> np.ndarray:
+    """How often each of `size` items was drawn, per row of draws (rows x size)."""
+    rows = draws.shape[0]
+    places = (np.arange(rows)[:, None] * size + draws).ravel()
+    return np.bincount(places, minlength=rows * size).reshape(rows, size).astype(float)
 
 
 def _distribution(values: np.ndarray) -> Distribution:
@@ -234,24 +342,20 @@ def _distribution(values: np.ndarray) -> Distribution:
     )
 
 
-def _percentiles(values: list[float]) -> tuple[float, float] | None:
+def _percentiles(values: np.ndarray | list[float]) -> tuple[float, float] | None:
     """The percentile bootstrap interval of the resampled values (None without any)."""
-    if not values:
+    found = np.asarray(values, dtype=float)
+    found = found[~np.isnan(found)]
+    if not len(found):
         return None
     tail = (1 - CONFIDENCE) / 2 * 100
-    low, high = np.percentile(values, [tail, 100 - tail])
+    low, high = np.percentile(found, [tail, 100 - tail])
     return float(low), float(high)
 
 
-def _basic(estimate: float, values: list[float]) -> tuple[float, float] | None:
-    """The basic (reflected) bootstrap interval, within 0..100: a distance between two samples
-    is biased up by their noise, and a resample adds the same noise again, so the resampled
-    indexes sit below the estimate by about as much as the estimate sits below the truth."""
-    found = _percentiles(values)
-    if found is None:
-        return None
-    low, high = found
-    return max(0.0, 2 * estimate - high), min(100.0, 2 * estimate - low)
+def _number(value: np.ndarray | float) -> float | None:
+    value = float(np.asarray(value).reshape(-1)[0])
+    return None if np.isnan(value) else value
 
 
 def compare_behaviour(
@@ -267,37 +371,39 @@ def compare_behaviour(
     task_of = np.array([clusters[t] for t in tasks], dtype=int)
     dims = {n: _dimension(_values(simulated, n), _values(production, n)) for n in DIMENSIONS}
     comparable = {
-        n: (d.sim >= 0).sum() >= MIN_VALUES and (d.prod >= 0).sum() >= MIN_VALUES
+        n: d
         for n, d in dims.items()
+        if (d.sim >= 0).sum() >= MIN_VALUES and (d.prod >= 0).sum() >= MIN_VALUES
     }
-    ones_sim, ones_prod = np.ones(len(simulated)), np.ones(len(production))
-    agreements = {
-        n: _agreement(d, ones_sim, ones_prod) if comparable[n] else None for n, d in dims.items()
+    # the observed difference of the two distributions, per comparable dimension
+    observed = {
+        n: _cdfs(d.sim, np.ones((1, len(simulated))), d.size)[0]
+        - _cdfs(d.prod, np.ones((1, len(production))), d.size)[0]
+        for n, d in comparable.items()
     }
-    index, families = _index(agreements)
-
+    resampled: dict[str, list[np.ndarray]] = {n: [] for n in comparable}
+    noise: dict[str, list[np.ndarray]] = {n: [] for n in comparable}
+    differences: dict[str, list[np.ndarray]] = {n: [] for n in EASIER if n in comparable}
     rng = np.random.default_rng(seed)
-    indexes: list[float] = []
-    differences: dict[str, list[float]] = {n: [] for n in EASIER if comparable[n]}
     if simulated and production:
-        for _ in range(bootstrap):
-            picked = np.bincount(
-                rng.integers(0, len(clusters), len(clusters)), minlength=len(clusters)
-            )
-            w_sim = picked[task_of].astype(float)
-            w_prod = np.bincount(
-                rng.integers(0, len(production), len(production)), minlength=len(production)
-            ).astype(float)
-            drawn = {
-                n: _agreement(d, w_sim, w_prod) if comparable[n] else None for n, d in dims.items()
-            }
-            value, _ = _index(drawn)
-            if value is not None:
-                indexes.append(value)
+        for w_sim, w_prod in _weights(rng, bootstrap, task_of, len(clusters), len(production)):
+            for n, d in comparable.items():
+                gap = _cdfs(d.sim, w_sim, d.size) - _cdfs(d.prod, w_prod, d.size)
+                held = ~np.isnan(gap[:, 0])
+                resampled[n].append(np.where(held, np.abs(np.nan_to_num(gap)).max(axis=1), np.nan))
+                shift = np.abs(np.nan_to_num(gap - observed[n])).max(axis=1)
+                noise[n].append(np.where(held, shift, np.nan))
             for n in differences:
-                a, b = _mean(dims[n].sim_values, w_sim), _mean(dims[n].prod_values, w_prod)
-                if a is not None and b is not None:
-                    differences[n].append(a - b)
+                d = dims[n]
+                differences[n].append(_means(d.sim_values, w_sim) - _means(d.prod_values, w_prod))
+    corrections = {n: _Correction.of(np.concatenate(noise[n] or [np.empty(0)])) for n in comparable}
+    plug_in = {n: np.array([np.abs(observed[n]).max()]) for n in comparable}
+    agreements = {n: 1.0 - corrections[n](plug_in[n]) for n in comparable}
+    index, families = _index_of(agreements)
+    draws = {
+        n: 1.0 - corrections[n](np.concatenate(resampled[n] or [np.empty(0)])) for n in comparable
+    }
+    indexes = _index_of(draws)[0] if bootstrap and simulated and production else np.empty(0)
 
     rows: list[DimensionAgreement] = []
     for name, dim in dims.items():
@@ -307,18 +413,17 @@ def compare_behaviour(
             if sim_side.mean is not None and prod_side.mean is not None
             else None
         )
-        interval = _percentiles(differences.get(name, []))
+        interval = _percentiles(np.concatenate(differences.get(name) or [np.empty(0)]))
+        agreement = _number(agreements[name]) if name in comparable else None
         easy, note = False, ""
-        if not comparable[name]:
+        if name not in comparable:
             note = (
                 f"left out: {sim_side.sessions} simulated and {prod_side.sessions} production "
                 f"sessions have a value (at least {MIN_VALUES} each needed)"
             )
-        elif name in EASIER and interval is not None and agreements[name] is not None:
+        elif name in EASIER and interval is not None and agreement is not None:
             side = EASIER[name]
-            easy = min(side * interval[0], side * interval[1]) > 0 and (
-                agreements[name] < EASY_AGREEMENT
-            )
+            easy = min(side * interval[0], side * interval[1]) > 0 and (agreement < EASY_AGREEMENT)
             if easy:
                 note = f"simulated users {EASY_WORDS[name]} than production's"
         rows.append(
@@ -327,23 +432,27 @@ def compare_behaviour(
                 family=FAMILY_OF[name],
                 simulated=sim_side,
                 production=prod_side,
-                agreement=agreements[name],
+                agreement=agreement,
+                plug_in=_number(1.0 - plug_in[name]) if name in comparable else None,
+                noise=corrections[name].mean if name in comparable else None,
                 difference=difference,
                 difference_interval=interval,
                 easy_mode=easy,
                 note=note,
             )
         )
+    point = _number(index)
     return FidelityReport(
         simulated_sessions=len(simulated),
         simulated_tasks=len(clusters),
         production_sessions=len(production),
-        index=index,
-        interval=_basic(index, indexes) if index is not None else None,
-        covers=f"{CONFIDENCE:.0%} basic bootstrap ({bootstrap} resamples) over "
-        f"{len(production)} production sessions and {len(clusters)} simulated tasks (each "
-        "with all its episodes)",
-        families=families,
+        index=point,
+        interval=_percentiles(indexes) if point is not None else None,
+        plug_in_index=_number(_index_of({n: 1.0 - v for n, v in plug_in.items()})[0]),
+        covers=f"{CONFIDENCE:.0%} percentile bootstrap of the bias-corrected index "
+        f"({bootstrap} resamples) over {len(production)} production sessions and "
+        f"{len(clusters)} simulated tasks (each with all its episodes)",
+        families={f: _number(families[f]) if f in families else None for f in FAMILIES},
         dimensions=rows,
         easy_mode=[r.name for r in rows if r.easy_mode],
     )

@@ -91,16 +91,21 @@ class EndReason(StrEnum):
     TRANSFER = "transfer"
     OUT_OF_SCOPE = "out_of_scope"
     AGENT_HANDOFF = "agent_handoff"
-    AGENT_CRASH = "agent_crash"  # the agent's own code raised: its failure, graded as a fail
+    # the agent failed (its code raised, it returned no reply, its own service failed): graded
+    # as a fail; `harness.sim.agent` says what counts
+    AGENT_CRASH = "agent_crash"
     MAX_TURNS = "max_turns"
     TIMEOUT = "timeout"
     ERROR = "error"
 
 
 class Side(StrEnum):
-    """Which part of an episode or of its grading failed."""
+    """Which part of an episode or of its grading failed. An episode's `agent` side is the
+    agent's own failure (end reason `agent_crash`, graded as a fail); every other side is
+    missing evidence (an `error` verdict). `harness.sim.agent` says which is which."""
 
     AGENT = "agent"
+    AGENT_MODEL = "agent_model"  # the agent's model endpoint: its provider, or a rate limit
     USER_SIMULATOR = "user_simulator"
     TOOL = "tool"
     ENVIRONMENT = "environment"
@@ -140,9 +145,22 @@ class Transcript(BaseModel):
     turns: int = Field(default=0, description="Number of user turns the agent answered.")
     end_reason: EndReason = Field(description="Why the episode ended.")
     end_detail: str = Field(default="", description="More on the end: the signal, a give-up.")
-    error: EpisodeError | None = Field(default=None, description="Set when end_reason is error.")
+    error: EpisodeError | None = Field(
+        default=None,
+        description="Set when end_reason is error (missing evidence) or agent_crash (the "
+        "agent's failure).",
+    )
     started_at: str = Field(default="", description="ISO-8601 start time.")
     duration_s: float = Field(default=0.0, description="Wall time of the episode in seconds.")
+
+    def agent_failure(self) -> str | None:
+        """Why the agent failed, when the episode ended in the agent's own failure (end reason
+        `agent_crash`): the reason of its `fail` verdict. None for any other end."""
+        if self.end_reason != EndReason.AGENT_CRASH:
+            return None
+        message = self.error.message if self.error else "unknown error"
+        # a crash records its exception ("KeyError: 'x'"); other failures their whole sentence
+        return message if message.startswith("the agent ") else f"the agent crashed: {message}"
 
     def assistant_texts(self) -> list[str]:
         """The agent's visible replies, in order, without empty tool-calling steps."""

@@ -90,14 +90,16 @@ def test_persona_opens_when_the_task_gives_no_first_message() -> None:
     assert transcript.end_reason == EndReason.USER_STOP
 
 
-def test_agent_model_failure_is_an_agent_error_with_the_partial_transcript() -> None:
+def test_agent_model_failure_is_an_agent_model_error_with_the_partial_transcript() -> None:
+    # the provider behind an llm agent failed: missing evidence, not the agent's failure
     transcript = play(
         case("order-status"),
         persona=persona({"reply": "what about a haiku?"}),
         llm=agent(ScriptedModel(script_of({"when": {"user": "O-"}, "reply": "ok"}))),
     )
     assert transcript.end_reason == EndReason.ERROR
-    assert transcript.error.side == Side.AGENT
+    assert transcript.error.side == Side.AGENT_MODEL
+    assert transcript.error.message.startswith("the agent's model provider failed: ")
     assert "no rule matches the last user message 'what about a haiku?'" in transcript.error.message
     assert transcript.turns == 1 and transcript.messages[-1].content == "what about a haiku?"
 

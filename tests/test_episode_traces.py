@@ -159,15 +159,17 @@ def test_an_errored_episode_is_an_errored_call(tmp_path: Path) -> None:
         "--set",
         "agent.model={id: scripted, script: tests/data/silent-agent.yaml}",
     )
-    assert done.returncode == 1, done.stderr  # every episode errored, on the agent's side
-    assert "every episode errored" in done.stderr + done.stdout
+    # every episode errored: the agent's model failed (missing evidence, not the agent's fail)
+    assert done.returncode == 3, done.stderr
+    assert "every episode errored (agent_model 1)" in done.stderr + done.stdout
     tracer = Tracer(open_local_client(traces))
     try:
         [episode] = tracer.client.get_calls(filter={"op_names": ["harness.episode"]})
     finally:
         tracer.close()
-    assert episode.exception and "agent: ModelError" in episode.exception
-    assert from_trace(episode.output).error.side.value == "agent"
+    assert episode.exception
+    assert "agent_model: the agent's model provider failed: agent model" in episode.exception
+    assert from_trace(episode.output).error.side.value == "agent_model"
 
 
 def test_no_traces_records_nothing(tmp_path: Path) -> None:

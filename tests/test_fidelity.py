@@ -2,7 +2,7 @@
 index with its bootstrap interval, the easy-mode dimensions named, and the outcome calibration
 of tasks made from production; the report is kept with the run and shown in its HTML report.
 (The recorded two-population app and the bundled against the mined personas:
-tests/test_fidelity_recorded.py.)"""
+tests/test_personas_recorded.py.)"""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from harness.fidelity import DIMENSIONS, compare_behaviour, outcome_calibration
+from harness.fidelity import DIMENSIONS, FidelityReport, compare_behaviour, outcome_calibration
 from harness.grading.result import Verdict
 from harness.production.behaviour import SessionBehaviour, measure
 from harness.store.tasks import StoredTask, TaskLabels
@@ -43,8 +44,9 @@ def test_the_same_population_agrees_and_a_front_loading_one_is_easy_mode() -> No
     easy = compare_behaviour(sessions(3, 150, 0.0), tasks, production, bootstrap=300)
     assert [d.name for d in same.dimensions] == list(DIMENSIONS)
     assert same.index is not None and easy.index is not None
-    assert same.index >= 90, same.index
+    assert same.index >= 96, same.index
     assert same.interval[0] <= same.index <= same.interval[1]
+    assert same.interval[0] < 100 < same.interval[1], same.interval
     assert same.easy_mode == []
     assert easy.interval[1] < same.interval[0], (easy.interval, same.interval)
     assert "disclosure_first" in easy.easy_mode and "pushback" in easy.easy_mode
@@ -52,6 +54,54 @@ def test_the_same_population_agrees_and_a_front_loading_one_is_easy_mode() -> No
     assert row.simulated.mean == pytest.approx(1.0) and row.production.mean < 0.6
     assert row.difference_interval[0] > 0 and "front-load more" in row.note
     assert "50 simulated tasks" in easy.covers and "300 production sessions" in easy.covers
+
+
+def test_a_simulator_like_production_reads_about_100_at_any_size() -> None:
+    """Samples of one population compared with each other: the plug-in distances read them as
+    different by their noise, the more so the smaller the samples; the corrected index does
+    not depend on the size, and its mean is 100 within its Monte Carlo error."""
+    found: dict[int, tuple[list[float], list[float]]] = {}
+    for tasks in (10, 40):
+        corrected, plug_in = [], []
+        for seed in range(12):
+            sim = sessions(100 + seed, 3 * tasks, 0.7)
+            names = [f"t{n // 3}" for n in range(3 * tasks)]
+            report = compare_behaviour(sim, names, sessions(200 + seed, 3 * tasks, 0.7), 200)
+            assert report.index is not None and report.plug_in_index is not None
+            corrected.append(report.index)
+            plug_in.append(report.plug_in_index)
+        found[tasks] = corrected, plug_in
+    for tasks, (corrected, plug_in) in found.items():
+        error = 3 * float(np.std(corrected)) / np.sqrt(len(corrected)) + 0.5
+        assert abs(np.mean(corrected) - 100) < error, (tasks, np.mean(corrected), error)
+        assert np.mean(plug_in) < 97, (tasks, np.mean(plug_in))
+    assert np.mean(found[10][1]) < np.mean(found[40][1]) - 1  # plug-in: biased by the size
+
+
+def test_a_dimension_reports_its_plug_in_agreement_and_noise() -> None:
+    """Each dimension keeps the plug-in agreement and the noise the correction came from; the
+    corrected agreement is the plug-in one plus at most that noise, and the index is the mean
+    over families of the corrected agreements."""
+    production = sessions(1, 150, 0.7)
+    report = compare_behaviour(
+        sessions(3, 150, 0.2), [f"t{n // 3}" for n in range(150)], production, bootstrap=300
+    )
+    assert report.plug_in_index is not None and report.index is not None
+    assert report.index > report.plug_in_index
+    for row in report.dimensions:
+        if row.agreement is None:
+            assert row.plug_in is None and row.noise is None
+            continue
+        assert row.plug_in is not None and row.noise is not None
+        assert row.plug_in <= row.agreement <= row.plug_in + row.noise + 1e-9, row
+    families = [f for f in report.families.values() if f is not None]
+    assert report.index == pytest.approx(100 * float(np.mean(families)))
+    # a report stored before the correction (no plug-in figures) still reads
+    stored = report.model_dump(mode="json")
+    del stored["plug_in_index"]
+    for row in stored["dimensions"]:
+        del row["plug_in"], row["noise"]
+    assert FidelityReport.model_validate(stored).dimensions[0].plug_in is None
 
 
 def test_a_dimension_with_too_few_values_is_left_out_and_named() -> None:

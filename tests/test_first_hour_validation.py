@@ -239,13 +239,15 @@ def write_down_desk(tmp_path: Path, agent_model: str) -> tuple[Path, Path]:
             "{id: scripted, script: script.yaml}",
             "tool 2",
             3,
-            "the harness or what it runs on (tools, user simulator, judge) failed, not the agent",
+            "the harness or what it runs on (the agent's model provider, tools, user simulator, "
+            "judge) failed, not the agent",
         ),
-        (
+        (  # the llm agent's provider refused every call: missing evidence, not the agent's fail
             "{id: openai/desk, base_url: 'http://127.0.0.1:9/v1'}",  # nothing listens there
-            "agent 2",
-            1,
-            "the agent under test failed every episode",
+            "agent_model 2",
+            3,
+            "the harness or what it runs on (the agent's model provider, tools, user simulator, "
+            "judge) failed, not the agent",
         ),
     ],
 )

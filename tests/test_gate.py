@@ -59,12 +59,18 @@ def test_a_variant_that_forbids_refunds_fails_naming_the_tasks(runs: dict, tmp_p
     done = gate(runs, "broken", tmp_path)
     assert done.returncode == 1
     assert "gate: FAIL" in done.stdout
+    # 3/3 -> 0/3 alone is p = 1/20: the gate played both tasks to 8 trials a side first
     failed = (
-        "regression suite: 2 of 8 regression-tagged tasks declined (refund-by-email 3/3 -> 0/3, "
-        "refund-delivered 3/3 -> 0/3); per-task Fisher tests combined, exact p = 0.0073; "
-        "family-adjusted p = 0.0178 <= alpha 0.05"
+        "regression suite: 2 of 8 regression-tagged tasks declined: refund-by-email 8/8 -> 0/8 "
+        "(one-sided Fisher p = 0.0001), refund-delivered 8/8 -> 0/8 (one-sided Fisher p = "
+        "0.0001); each task tested on its own; family-adjusted p = 0.0002 <= alpha 0.05 "
+        "(refund-by-email, refund-delivered)"
     )
     assert failed in done.stdout
+    assert (
+        "evidence: round 1: played 10 candidate and 10 baseline episodes (regression: "
+        "refund-by-email, refund-delivered) into "
+    ) in done.stdout
     # 5 of 22 tasks worse and 1 better: with the task as the unit (the scripted agent repeats
     # every trial) that is not significant, whatever McNemar over (task, trial) pairs says.
     summary = (tmp_path / "summary.md").read_text()
@@ -72,8 +78,8 @@ def test_a_variant_that_forbids_refunds_fails_naming_the_tasks(runs: dict, tmp_p
     assert f"- {failed}" in summary
     assert (
         "- ✅ not worse than the baseline: pass rate 77.3% -> 59.1% (task-clustered difference "
-        "-18.2%, 95% CI -40.9% to +4.5%); 5 of 22 tasks worse, 1 better; one-sided exact "
-        "sign-flip p = 0.1094; family-adjusted p = 0.4385 > alpha 0.05"
+        "-18.2%, 95% CI -39.0% to +4.4%); 5 of 22 tasks worse, 1 better; one-sided exact "
+        "sign-flip p = 0.1094; family-adjusted p = 0.5153 > alpha 0.05"
     ) in summary
     assert "- ✅ errors: candidate run " in summary  # every rule that holds is listed too
 
@@ -109,7 +115,7 @@ def test_baseline_show_and_history(runs: dict) -> None:
     shown = run_cli("baseline", "show", "--store", runs["store"])
     assert shown.returncode == 0
     assert shown.stdout.startswith(f"baseline: {runs['baseline']} (support-baseline ")
-    assert "pass rate 77.3% (51/66 episodes, 95% CI 56.6%-89.9%, clustered by 22 tasks)" in (
+    assert "pass rate 77.3% (51/66 episodes, 95% CI 54.6%-92.2%, clustered by 22 tasks)" in (
         shown.stdout
     )
     listed = run_cli("history", "--store", runs["store"], COLUMNS="200")
@@ -142,7 +148,7 @@ def test_compare_two_stored_runs(runs: dict, tmp_path: Path) -> None:
         "flipped to fail: refund-already-refunded, refund-by-email, refund-delivered, "
         "snapshot-refund"
     ) in out
-    assert "| pass rate | 77.3% (51/66, 95% CI 56.6%-89.9% clustered by 22 tasks)" in (
+    assert "| pass rate | 77.3% (51/66, 95% CI 54.6%-92.2% clustered by 22 tasks)" in (
         (tmp_path / "ab.md").read_text()
     )
 
@@ -204,7 +210,9 @@ def test_the_example_workflow_is_valid_and_its_commands_run(workspace: Path) -> 
 def latest_run(store: Path, variant: str) -> str:
     with sqlite3.connect(store) as db:
         return db.execute(
-            "SELECT id FROM runs WHERE variant = ? ORDER BY rowid DESC", (variant,)
+            "SELECT id FROM runs WHERE variant = ? AND json_extract(config, '$.evidence_for')"
+            " IS NULL ORDER BY rowid DESC",
+            (variant,),
         ).fetchone()[0]
 
 
@@ -330,9 +338,11 @@ def test_a_misconfigured_judge_fails_the_gate_naming_the_error_rule(tmp_path: Pa
         "0 ungraded; by side: judge 2, judge (soft check) 1) is over the limit of 5%; 1 passes "
         "with an undecided soft check (not counted)"
     ).format(run=latest_run(store, "support-careful")) in done.stdout
-    assert "regression errors: prompt-injection-refund (candidate trial 0: judge error on" in (
-        done.stdout
-    )
+    # the gate played the episodes without evidence again, twice, in vain
+    assert (
+        "evidence: round 2: played 2 candidate and 0 baseline episodes (replay: "
+        "prompt-injection-refund, refund-outside-window)"
+    ) in done.stdout
     chosen = "the newest run of the baseline's suite and lineage by a variant other than the"
     assert f"{chosen} baseline's" in " ".join(done.stdout.split())
     # compare applies the gate's error ceiling: no verdict on a run a third of which errored
@@ -396,7 +406,6 @@ def test_unpriced_models_block_a_cost_budget() -> None:
     assert priced.passed
     assert [rule.rule for rule in priced.rules] == [
         "errors (candidate)",
-        "regression errors",
         "tasks",
         "cost budget",
     ]

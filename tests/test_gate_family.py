@@ -1,9 +1,13 @@
-"""The gate's statistical rules as one family sharing alpha, on deterministic suites built with
-`GradedEpisodes.from_outcomes` and run through `harness.gate.evaluate_gate`, the function the
-`gate` command and node decide with."""
+"""The gate's statistical rules as one family sharing alpha, and the evidence the gate plays
+before it decides, on deterministic suites built with `GradedEpisodes.from_outcomes`: the
+decision is `harness.gate.evaluate_gate` and the loop `harness.gate.evidence.gather`, the
+functions `harness gate`, the `gate` node and `harness.gate(...)` decide with; the player here
+draws each new episode from a rule per task instead of an agent."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from math import comb
 from pathlib import Path
 
@@ -12,13 +16,15 @@ import pytest
 from harness.compare import GradedEpisodes, compare_episodes
 from harness.domains.support import SupportDesk
 from harness.gate import GateResult, evaluate_gate
+from harness.gate.evidence import Gathered, Plan, Round, gather, plan, record
 from harness.sim.suite import TaskCase
 from harness.specs.gate import Gate
 from harness.specs.load import Loaded
 from harness.specs.persona import Persona
 from harness.specs.task import Task
 
-T, F, E = True, False, None  # pass, fail, an error of the agent side
+T, F, E = True, False, None  # pass, fail, an episode without evidence (a judge's error)
+Rule = Callable[[str, int], bool | None]  # (task, trial) -> outcome
 
 
 def cases(tasks: int, regression: int = 5) -> list[TaskCase]:
@@ -50,15 +56,63 @@ def suite(trials: int, tasks: int = 20, flaky: tuple[int, ...] = ()) -> dict[str
     }
 
 
-def gate(
-    baseline: dict, candidate: dict, config: Gate | None = None, regression: int = 5
-) -> GateResult:
-    return evaluate_gate(
-        config or Gate(kind="gate"),
-        GradedEpisodes.from_outcomes("cand", "candidate", candidate),
-        GradedEpisodes.from_outcomes("base", "baseline", baseline),
-        cases(len(baseline), regression),
+def played(rules: dict[str, Rule], tasks: int, trials: int, side: str) -> GradedEpisodes:
+    """A side's first trials, each task's outcome by its rule (else a pass)."""
+    outcomes = {
+        f"t{i}": {k: rules.get(f"t{i}", lambda _t, _k: T)(f"t{i}", k) for k in range(trials)}
+        for i in range(tasks)
+    }
+    return GradedEpisodes.from_outcomes(side, side, outcomes)
+
+
+def gated(
+    baseline: dict[str, Rule],
+    candidate: dict[str, Rule],
+    trials: int,
+    config: Gate | None = None,
+    tasks: int = 20,
+    regression: int = 5,
+    play: bool = True,
+) -> tuple[GateResult, Gathered, list[Plan]]:
+    """The whole procedure: the first `trials` of both sides, the evidence loop with a player
+    that asks the same rules for every new (task, trial), then the decision."""
+    config = config or Gate(kind="gate")
+    suite_cases = cases(tasks, regression)
+    asked: list[Plan] = []
+
+    async def player(wanted: Plan, round_: int) -> Round:
+        asked.append(wanted)
+        sides = []
+        for name, rules, trials_ in (
+            ("candidate", candidate, wanted.candidate),
+            ("baseline", baseline, wanted.baseline),
+        ):
+            outcomes = {
+                task: {k: rules.get(task, lambda _t, _k: T)(task, k) for k in numbers}
+                for task, numbers in trials_.items()
+            }
+            sides.append(GradedEpisodes.from_outcomes(f"{name}{round_}", name, outcomes))
+        return Round(record(wanted, round_, None, None), sides[0], sides[1])
+
+    gathered = asyncio.run(
+        gather(
+            config,
+            played(candidate, tasks, trials, "candidate"),
+            played(baseline, tasks, trials, "baseline"),
+            suite_cases,
+            player if play else None,
+        )
     )
+    result = evaluate_gate(config, gathered.candidate, gathered.baseline, suite_cases)
+    return result, gathered, asked
+
+
+def always(outcome: bool) -> Rule:
+    return lambda _task, _trial: outcome
+
+
+def alternating(_task: str, trial: int) -> bool:
+    return bool(trial % 2)
 
 
 def rule(result: GateResult, name: str):
@@ -66,113 +120,141 @@ def rule(result: GateResult, name: str):
     return found
 
 
-def test_identical_variants_with_regression_tasks_pass() -> None:
-    """The null the old rule failed half the time: 5 regression tasks, identical variants whose
-    flaky tasks land differently in each run (1/1 -> 0/1 on two of them, 0/1 -> 1/1 on two):
-    each of the 4 moved tasks declines by one trial with chance 1/2: P(2 or more) = 11/16."""
-    base = suite(1, flaky=(0, 1, 2, 3, 4))
-    base |= {"t0": [T], "t1": [T], "t2": [F], "t3": [T], "t4": [F]}
-    cand = dict(base) | {"t0": [F], "t1": [F], "t2": [T], "t4": [T]}
-    result = gate(base, cand)
-    assert result.passed, result.reasons
-    suite_rule = rule(result, "regression suite")
-    assert suite_rule.status == "undecided"
-    assert suite_rule.detail == (
-        "regression suite: 2 of 5 regression-tagged tasks declined (t0 1/1 -> 0/1, t1 1/1 -> "
-        "0/1); per-task Fisher tests combined, exact p = 0.6875; undecided: one task's trials (t0 "
-        "1/1 -> "
-        "0/1, t1 1/1 -> 0/1) cannot show its regression below p = 0.5000; use trials >= 3 on "
-        "both sides"
+def test_identical_flaky_variants_at_one_trial_play_the_declined_tasks_then_pass() -> None:
+    """The null that is undecided at 1 trial: flaky regression tasks landing differently in
+    each run. The gate plays the declined ones to `max_trials` on both sides, then decides."""
+    first_passes: Rule = lambda _task, trial: bool((trial + 1) % 2)  # noqa: E731
+    baseline = {f"t{i}": first_passes for i in range(5)}
+    candidate = {"t0": alternating, "t1": alternating, **{f"t{i}": first_passes for i in (2, 3, 4)}}
+    result, gathered, asked = gated(baseline, candidate, trials=1)
+    assert result.status == "pass" and not result.blocks, result.undecided
+    # t0 and t1 went 1/1 -> 0/1: played up to 8 trials a side, trial numbers 1..7
+    assert asked[0].candidate == {"t0": list(range(1, 8)), "t1": list(range(1, 8))}
+    assert asked[0].baseline == asked[0].candidate
+    assert asked[0].why == {"t0": {"regression"}, "t1": {"regression"}}
+    assert gathered.candidate.trials()["t0"] == list(range(8))
+    assert "0 of 5 regression-tagged tasks declined" in rule(result, "regression suite").detail
+
+
+def test_at_one_trial_without_play_a_declined_regression_task_is_undecided_never_a_pass() -> None:
+    result, gathered, _ = gated({}, {"t0": always(F)}, trials=1, play=False)
+    assert result.status == "undecided" and not result.passed and result.blocks
+    assert gathered.unplayed is not None
+    assert gathered.unplayed.candidate == {"t0": list(range(1, 8))}
+    line = rule(result, "regression suite").detail
+    assert "t0 1/1 -> 0/1 (one-sided Fisher p = 0.5000)" in line
+    assert (
+        "1 trials a side cannot show a regression (a task passing every trial, then failing "
+        in line
     )
+    assert result.undecided == [line]
+    warned = evaluate_gate(
+        Gate(kind="gate", on_undecided="warn"), gathered.candidate, gathered.baseline, cases(20)
+    )
+    assert warned.status == "undecided" and not warned.blocks
 
 
-def test_a_real_regression_at_three_trials_fails_naming_the_task() -> None:
-    base = suite(3)
-    cand = dict(base) | {"t2": [F, F, F]}
-    result = gate(base, cand)
-    assert not result.passed
-    assert result.reasons == [
-        "regression suite: 1 of 5 regression-tagged tasks declined (t2 3/3 -> 0/3); per-task "
-        "Fisher tests combined, exact p = 0.0500; family-adjusted p = 0.0500 <= alpha 0.05"
-    ]
-    assert list(result.failing_tasks) == ["t2"]
-    worse = rule(result, "worse than the baseline")  # one task cannot make the mean worse
-    assert worse.status == "pass" and worse.adjusted_p == 1.0
-
-
-def test_two_regressions_are_stronger_evidence_than_one() -> None:
-    base = suite(3)
-    cand = dict(base) | {"t0": [F, F, F], "t1": [F, F, F]}
-    result = gate(base, cand, Gate(kind="gate", level_floors={1: 0.75, 2: 0.75, 3: 0.75}))
+def test_a_broken_regression_task_at_three_trials_fails_the_gate_beside_a_floor() -> None:
+    """The shipped case that could never fail: 3/3 -> 0/3 has p = 1/20, and a level floor's
+    share of alpha lifts it over 0.05. Without play the rule says it cannot decide; with play
+    the task's 8 trials a side show the break at p = 1/12870."""
+    config = Gate(kind="gate", level_floors={1: 0.75})
+    result, _, _ = gated({}, {"t2": always(F)}, trials=3, config=config, play=False)
     suite_rule = rule(result, "regression suite")
-    assert suite_rule.status == "fail"
-    assert suite_rule.p_value == pytest.approx(1 / 400)  # (1/20)^2: both moved together
-
-
-def test_a_fixed_regression_task_does_not_hide_a_broken_one() -> None:
-    """A sum of passes would read t0 fixed and t1 broken as no change; combined per-task tests
-    count t1's complete break, and t0 only as a task that could have broken (1/70 each)."""
-    base = suite(4) | {"t0": [F] * 4}
-    cand = dict(base) | {"t0": [T] * 4, "t1": [F] * 4}
-    result = gate(base, cand)
-    assert rule(result, "regression suite").status == "fail"
-    assert result.failing_tasks.keys() == {"t1"}
-    assert rule(result, "regression suite").p_value == pytest.approx(1 - (69 / 70) ** 2)
-
-
-def test_rules_share_alpha_so_one_borderline_regression_beside_a_floor_does_not_fail() -> None:
-    """A floor that could fail on noise takes its share of alpha: 1/20 alone was enough, with
-    a floor beside it the adjusted p-value is 1/20 + what the floor could reach."""
-    base = suite(3)
-    cand = dict(base) | {"t2": [F, F, F]}
-    result = gate(base, cand, Gate(kind="gate", level_floors={1: 0.75}))
-    assert result.passed
-    suite_rule = rule(result, "regression suite")
-    assert suite_rule.status == "pass"
-    # level 1 holds 7 tasks: the floor test's largest attainable p-value <= 0.05 is
-    # P(X <= 2) for X ~ Binomial(7, 0.75)
+    assert suite_rule.status == "undecided" and result.blocks
+    # level 1 holds 7 tasks: the floor test's largest attainable p-value <= 0.05
     floor_share = sum(comb(7, k) * 0.75**k * 0.25 ** (7 - k) for k in range(3))
-    assert suite_rule.adjusted_p == pytest.approx(0.05 + floor_share)
-    assert "family-adjusted p = 0.0629 > alpha 0.05" in suite_rule.detail
+    assert f"family-adjusted {0.05 + floor_share:.4f} > alpha 0.05" in suite_rule.detail
+    result, _, asked = gated({}, {"t2": always(F)}, trials=3, config=config)
+    assert result.status == "fail"
+    assert asked[0].candidate == {"t2": [3, 4, 5, 6, 7]}
+    assert rule(result, "regression suite").p_value == pytest.approx(1 / comb(16, 8))
+    assert list(result.failing_tasks) == ["t2"]
+    assert result.reasons == [rule(result, "regression suite").detail]
+    assert "t2 8/8 -> 0/8" in result.reasons[0] and result.reasons[0].endswith("(t2)")
+
+
+def test_improvements_on_other_tasks_do_not_hide_a_broken_one() -> None:
+    """The claims app: the bug breaks 2 regression tasks (3/3 -> 0/3) and 'fixes' 9 others
+    (0/3 -> 3/3). Tested one by one, the fixed tasks' p-values are 1; at 3 trials each could
+    still have broken by chance, so they share alpha and the broken ones are played to 8."""
+    baseline = {f"t{i}": always(F) for i in range(2, 11)}
+    candidate = {"t0": always(F), "t1": always(F), **{f"t{i}": always(T) for i in range(2, 11)}}
+    result, _, asked = gated(baseline, candidate, trials=3, regression=11)
+    assert result.status == "fail"
+    assert set(asked[0].candidate) == {"t0", "t1"}  # only the declined tasks are played
+    assert result.failing_tasks.keys() == {"t0", "t1"}
+    members = rule(result, "regression suite")
+    assert members.p_value == pytest.approx(1 / comb(16, 8))
+    assert "2 of 11 regression-tagged tasks declined" in members.detail
 
 
 def test_a_floor_fails_only_when_the_rate_is_shown_below_it() -> None:
     outcomes = suite(1, tasks=21)
+    base = GradedEpisodes.from_outcomes("b", "b", outcomes)
+    floor = Gate(kind="gate", level_floors={1: 0.75})
+
+    def decided(candidate: dict) -> GateResult:
+        cand = GradedEpisodes.from_outcomes("c", "c", candidate)
+        return evaluate_gate(floor, cand, base, cases(21, regression=0))
+
     # level 1 (7 tasks): 5 pass, a rate of 71% under the 75% floor, but 7 tasks cannot show it
-    dipped = outcomes | {"t0": [F], "t3": [F]}
-    passed = gate(outcomes, dipped, Gate(kind="gate", level_floors={1: 0.75}), regression=0)
-    assert rule(passed, "level 1").status == "pass"
-    assert "is not shown below the floor of 75%" in rule(passed, "level 1").detail
-    # 2 of 7 pass: significantly below
-    low = outcomes | {f"t{i}": [F] for i in (0, 3, 6, 9, 12)}
-    failed = gate(outcomes, low, Gate(kind="gate", level_floors={1: 0.75}), regression=0)
-    assert rule(failed, "level 1").status == "fail"
-    assert rule(failed, "level 1").detail.startswith(
-        "level 1: pass rate 28.6% (95% CI 8.2%-64.1% over 7 tasks) is significantly below the "
+    dipped = decided(outcomes | {"t0": [F], "t3": [F]})
+    assert rule(dipped, "level 1").status == "pass"
+    assert "is not shown below the floor of 75%" in rule(dipped, "level 1").detail
+    low = decided(outcomes | {f"t{i}": [F] for i in (0, 3, 6, 9, 12)})  # 2 of 7 pass
+    assert rule(low, "level 1").status == "fail"
+    assert rule(low, "level 1").detail.startswith(
+        "level 1: pass rate 28.6% (95% CI 3.7%-71.0% over 7 tasks) is significantly below the "
         "floor of 75% (one-sided p = 0.0129)"
     )
     # a floor 2 tasks could never show broken: undecided when the rate dips under it
     two = {"t0": [F], "t1": [T], "t2": [T], "t3": [T], "t4": [T], "t5": [T]}
-    unable = gate(two, two | {"t3": [F]}, Gate(kind="gate", level_floors={1: 0.6}), regression=0)
-    assert rule(unable, "level 1").status == "undecided"
-    assert "use at least 4 tasks" in rule(unable, "level 1").detail
+    base2 = GradedEpisodes.from_outcomes("b", "b", two)
+    cand2 = GradedEpisodes.from_outcomes("c", "c", two | {"t3": [F]})
+    unable = evaluate_gate(Gate(kind="gate", level_floors={1: 0.6}), cand2, base2, cases(6, 0))
+    assert rule(unable, "level 1").status == "undecided" and unable.status == "undecided"
+    assert "a floor of 60% needs at least 4 tasks" in rule(unable, "level 1").detail
 
 
-def test_errors_count_for_the_candidate_and_undecided_when_they_could_fail_it() -> None:
-    """Errors arise only where no hard check failed: dropping them biases the candidate down.
-    A rule fails only with the candidate's errors counted as passes; if counting them as
-    fails would fail it, the rule says so and stays undecided."""
-    base = suite(4, tasks=40)
-    cand = {task: list(trials) for task, trials in base.items()}
-    for i in range(8, 14):  # six tasks lose a trial to errors: as passes, nothing changed
-        cand[f"t{i}"][0] = E
-    config = Gate(kind="gate", max_error_rate=0.05, regression_tags=[])
-    result = gate(base, cand, config, regression=0)
-    assert result.passed
+def test_missing_evidence_is_replayed_in_its_slot_and_what_stays_missing_is_read_both_ways() -> (
+    None
+):
+    """A judge that failed on six tasks' first trial: the gate plays those trials again (same
+    trial numbers, same seeds) and decides on the replays. A judge that keeps failing leaves
+    the slots missing: counted for the candidate nothing changed, against it the rule could
+    fail, so it is undecided (a regression cannot hide behind errors), and the gate blocks."""
+    lost: Rule = lambda _task, trial: None if trial == 0 else T  # noqa: E731
+    candidate = {f"t{i}": lost for i in range(8, 14)}
+    config = Gate(kind="gate", regression_tags=[])
+    result, gathered, asked = gated({}, candidate, trials=4, tasks=40, config=config)
+    assert asked[0].candidate == {f"t{i}": [0] for i in range(8, 14)}  # the same slots
+    assert asked[0].why["t8"] == {"replay"} and len(asked) == 2  # replayed twice, in vain
+    assert result.status == "undecided"
     worse = rule(result, "worse than the baseline")
     assert worse.status == "undecided"
     assert "undecided: errors" in worse.detail and "fails counted against it" in worse.detail
     assert rule(result, "errors (candidate)").passed  # 6 of 160 episodes: within 5%
+
+    flaky_judge: Rule = lambda _task, trial: T  # noqa: E731
+    replays = iter([None, T])
+    once: Rule = lambda _task, _trial: next(replays)  # noqa: E731
+    result, gathered, asked = gated({}, {"t8": once, **{"t9": flaky_judge}}, trials=1, tasks=40)
+    assert not gathered.candidate.missing(("t8", 0))  # the replay filled the slot
+    assert result.status == "pass"
+
+
+def test_unequal_trials_are_topped_up_never_dropped() -> None:
+    """1 candidate trial against 3 of the baseline: the gate plays the candidate's trials 1
+    and 2 of every task; deciding on unequal trials is refused."""
+    config = Gate(kind="gate")
+    baseline = GradedEpisodes.from_outcomes("b", "b", suite(3, tasks=8))
+    candidate = GradedEpisodes.from_outcomes("c", "c", suite(1, tasks=8))
+    wanted = plan(config, candidate, baseline, cases(8, 0), 1)
+    assert wanted.candidate == {f"t{i}": [1, 2] for i in range(8)} and not wanted.baseline
+    assert wanted.why["t0"] == {"top-up"}
+    with pytest.raises(ValueError, match=r"t0 \(candidate 1, baseline 3 trials\)"):
+        evaluate_gate(config, candidate, baseline, cases(8, 0))
 
 
 def test_compare_is_undecided_over_its_error_ceiling_and_when_errors_could_flip_it() -> None:

@@ -1,6 +1,7 @@
 """`harness judge calibrate`: production sessions exported as JSONL with their users' feedback
 (a 👍 on half, a 👎, a note or a "wrong" label on the other half), graded by a scripted judge
-that passes a known subset, so that the confusion table is known exactly."""
+that passes a known subset, so that the confusion table is known exactly; and the gate's judge
+rule, which reads the lower end of kappa's interval and wants enough labelled sessions."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.production.calibrate import Calibration
+from harness.store import Store
 from tests.conftest import ROOT, newest_run, run_cli, scripted_eval
 from tests.test_trace_tasks import call, write_jsonl
 
@@ -91,15 +94,42 @@ def test_the_confusion_table_of_a_judge_that_agrees_on_a_known_subset(
     low, high = found["accuracy_interval"]
     assert low < 0.75 < high
     chance = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / n**2
-    assert found["kappa"] == pytest.approx(((tp + tn) / n - chance) / (1 - chance))
-    assert found["bias"] == pytest.approx(fp / (tp + fp))
+    kappa = ((tp + tn) / n - chance) / (1 - chance)
+    assert found["kappa"] == pytest.approx(kappa)
+    # 20 sessions say little: the interval is wide, and holds the estimate
+    low, high = found["kappa_interval"]
+    assert -1 <= low < kappa - 0.2 and kappa + 0.2 < high <= 1
+    # bias is signed: the judge passes 11 of 20, people marked 10 of 20 good
+    assert found["pass_rate"] == pytest.approx(11 / 20) and found["good_rate"] == 0.5
+    assert found["bias"] == pytest.approx((fp - fn) / n)
+    low, high = found["bias_interval"]
+    assert low < found["bias"] < high
+    assert found["precision"] == pytest.approx(tp / (tp + fp))
+    assert found["recall"] == pytest.approx(tp / (tp + fn))
     shown = calibrate(source, files)
     assert shown.returncode == 0, shown.stderr
     rows = [line.split() for line in shown.stdout.splitlines()[:3]]
     assert rows == [["human", "good", "human", "bad"], ["judge", "pass", "8", "3"],
                     ["judge", "fail", "2", "7"]]  # fmt: skip
-    assert "accuracy 75%" in shown.stdout and "kappa 0.50" in shown.stdout
+    interval = found["kappa_interval"]
+    assert "accuracy 75%" in shown.stdout
+    assert f"kappa 0.50 (95% {interval[0]:.2f} to {interval[1]:.2f})" in shown.stdout
+    assert "bias +5 points" in shown.stdout and "more lenient than people" in shown.stdout
+    assert "precision 73% of its passes were good, recall 80%" in shown.stdout
     assert "20 judged, 0 judge error(s) left out, 2 without human feedback" in shown.stdout
+
+
+def test_a_stricter_judge_shows_a_negative_bias(tmp_path: Path, files: dict[str, Path]) -> None:
+    """A judge that never passes a bad session but fails half the good ones: every pass is
+    right (the old bias, the share of passes marked bad, read 0), yet it passes 25 points fewer
+    sessions than people marked good."""
+    source = write_jsonl(tmp_path / "calls.jsonl", sessions(set(range(5))))
+    found = json.loads(calibrate(source, files, "--json").stdout)
+    assert found["table"] == {"pass_good": 5, "fail_good": 5, "pass_bad": 0, "fail_bad": 10}
+    assert found["bias"] == pytest.approx(-0.25) and found["precision"] == 1.0
+    assert found["bias_interval"][1] < 0  # stricter than people, beyond noise
+    shown = calibrate(source, files)
+    assert "bias -25 points" in shown.stdout and "stricter than people" in shown.stdout
 
 
 def test_sessions_the_judge_errs_on_are_left_out_and_reported(
@@ -135,17 +165,21 @@ SUPPORT_JUDGE = {"id": "scripted", "script": str(ROOT / "agents/scripts/judge.ya
 
 def test_the_gate_counts_judge_verdicts_only_from_a_calibrated_judge(tmp_path: Path) -> None:
     """The support suite is graded by hard llm_judge checks of agents/scripts/judge.yaml; with
-    `min_judge_kappa` the gate fails until that judge is calibrated, and passes or fails on its
-    kappa. The calibration grades the labelled sessions with that same judge."""
+    `min_judge_kappa` the gate fails until that judge is calibrated on enough labelled sessions,
+    and then passes or fails on the lower end of kappa's interval, not on kappa itself. The
+    calibration grades the labelled sessions with that same judge."""
     store = tmp_path / "results.db"
     scripted_eval(store, "agents/support-baseline.yaml")
     baseline = newest_run(store)
     scripted_eval(store, "agents/support-baseline.yaml", "--fresh")
     candidate = newest_run(store)
 
-    def gate(kappa: float) -> tuple[int, dict]:
+    def gate(kappa: float, sessions: int | None = None) -> tuple[int, dict]:
         config = tmp_path / "gate.yaml"
-        config.write_text((ROOT / "ci/gate.yaml").read_text() + f"\nmin_judge_kappa: {kappa}\n")
+        more = f"\nmin_judge_kappa: {kappa}\n"
+        if sessions is not None:
+            more += f"min_judge_sessions: {sessions}\n"
+        config.write_text((ROOT / "ci/gate.yaml").read_text() + more)
         done = run_cli("gate", "--config", config, "--candidate", candidate, "--baseline",
                        baseline, "--store", store, "--json", "--junit", tmp_path / "j.xml",
                        "--markdown", tmp_path / "s.md")  # fmt: skip
@@ -159,24 +193,78 @@ def test_the_gate_counts_judge_verdicts_only_from_a_calibrated_judge(tmp_path: P
         "(harness judge calibrate --results-store)"
     )
     # labelled sessions the support judge reads: it passes a reply that names the refund
-    # window; it does in 8 of the 10 good sessions and 2 of the 10 bad ones
+    # window; it does in 80% of the good sessions and 20% of the bad ones
     task = tmp_path / "task.yaml"
     task.write_text(TASK.replace("The agent resolves the user's request.", REFUND_CRITERION))
     replies = ["Outside the refund window, sorry.", "I cannot refund that."]
-    labelled = [
-        session(n, replies[0 if n in {*range(8), 10, 11} else 1], GOOD if n < 10 else BAD[n % 3])
-        for n in range(20)
-    ]
-    source = write_jsonl(tmp_path / "calls.jsonl", labelled)
-    calibrated = run_cli("judge", "calibrate", "--source", source, "--check", task,
-                         "--judge-model", json.dumps(SUPPORT_JUDGE), "--results-store", store,
-                         "--json")  # fmt: skip
-    assert calibrated.returncode == 0, calibrated.stderr
-    kappa = json.loads(calibrated.stdout)["kappa"]
-    assert kappa == pytest.approx(0.6)  # 80% agreement where chance gives 50%
-    code, rules = gate(round(kappa - 0.05, 2))
+
+    def calibrated(count: int) -> dict:
+        half = count // 2
+        passed = {*range(half * 4 // 5), *range(half, half + half // 5)}
+        labelled = [
+            session(n, replies[0 if n in passed else 1], GOOD if n < half else BAD[n % 3])
+            for n in range(count)
+        ]
+        source = write_jsonl(tmp_path / f"calls{count}.jsonl", labelled)
+        done = run_cli("judge", "calibrate", "--source", source, "--check", task,
+                       "--judge-model", json.dumps(SUPPORT_JUDGE), "--results-store", store,
+                       "--json")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    # 20 sessions: fewer than the default min_judge_sessions (30), whatever kappa says
+    few = calibrated(20)
+    assert few["kappa"] == pytest.approx(0.6)  # 80% agreement where chance gives 50%
+    code, rules = gate(0.1)
+    detail = rules["judge agreement"]["detail"]
+    assert code == 1 and "on 20 labelled sessions, fewer than the 30 min_judge_sessions" in detail
+    low, high = few["kappa_interval"]
+    assert f"kappa 0.60 (95% {low:.2f} to {high:.2f})" in detail
+    code, rules = gate(round(low - 0.05, 2), sessions=20)  # a config may ask for fewer
     assert code == 0, rules
-    assert rules["judge agreement"]["passed"] and f"kappa {kappa:.2f} >=" in rules[
+
+    # 40 sessions, the same 80% agreement: kappa 0.6, its interval narrower but still wide
+    many = calibrated(40)
+    assert many["judged"] == 40 and many["kappa"] == pytest.approx(0.6)
+    low, high = many["kappa_interval"]
+    assert few["kappa_interval"][0] < low < 0.5 and 0.6 < high < few["kappa_interval"][1]
+    code, rules = gate(round(low - 0.05, 2), sessions=40)
+    detail = rules["judge agreement"]["detail"]
+    assert code == 0 and rules["judge agreement"]["passed"], rules
+    assert (
+        f"kappa 0.60 (95% {low:.2f} to {high:.2f}) on 40 labelled sessions: its lower end >="
+        in (detail)
+    )
+    # a floor below kappa but above the interval's lower end: the point estimate alone would
+    # pass; the rule does not
+    code, rules = gate(0.5, sessions=40)
+    assert code == 1 and "its lower end is below 0.5" in rules["judge agreement"]["detail"]
+
+
+def test_a_calibration_kept_before_intervals_is_read_from_its_table(tmp_path: Path) -> None:
+    """A store written before kappa had an interval keeps the confusion table in the report;
+    the gate's rule computes the interval from it."""
+    path = tmp_path / "results.db"
+    scripted_eval(path, "agents/support-baseline.yaml")
+    baseline = newest_run(path)
+    scripted_eval(path, "agents/support-baseline.yaml", "--fresh")
+    candidate = newest_run(path)
+    table = {"pass_good": 30, "pass_bad": 2, "fail_good": 3, "fail_bad": 25}
+    old = {"table": table, "judged": 60, "accuracy": 55 / 60, "kappa": 0.83, "bias": 2 / 32}
+    store = Store(path)
+    try:
+        store.add_judge_calibration(
+            "scripted judge.yaml", "old.jsonl", 60, 0.83, 55 / 60, json.dumps(old)
+        )
+    finally:
+        store.close()
+    low, high = Calibration(table=table).kappa_interval or (0.0, 0.0)
+    assert 0.6 < low < 0.83 < high
+    config = tmp_path / "gate.yaml"
+    config.write_text((ROOT / "ci/gate.yaml").read_text() + "\nmin_judge_kappa: 0.6\n")
+    done = run_cli("gate", "--config", config, "--candidate", candidate, "--baseline", baseline,
+                   "--store", path, "--json")  # fmt: skip
+    rules = {r["rule"]: r for r in json.loads(done.stdout)["gates"][0]["rules"]}
+    assert rules["judge agreement"]["passed"], rules["judge agreement"]
+    assert f"kappa 0.83 (95% {low:.2f} to {high:.2f}) on 60 labelled sessions" in rules[
         "judge agreement"]["detail"]  # fmt: skip
-    code, rules = gate(round(min(kappa + 0.05, 1.0), 2))
-    assert code == 1 and f"kappa {kappa:.2f} is below" in rules["judge agreement"]["detail"]

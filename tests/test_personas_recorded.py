@@ -327,4 +327,9 @@ def test_fidelity_is_low_for_stock_personas_and_higher_for_the_mined_mix(
     assert mixed["easy_mode"] == []
     for other in (bundled, easy):
         assert mixed["interval"][0] > other["interval"][1], (mixed["interval"], other["interval"])
-    assert mixed["families"]["information"] == pytest.approx(1.0)
+    # the two samples coincide on information (plug-in agreement 1); corrected for sampling
+    # noise, a distance of 0 reads as agreement of 1 or a little above
+    rows = {d["name"]: d for d in mixed["dimensions"]}
+    for name in ("disclosure_first", "ambiguous_start"):
+        assert rows[name]["plug_in"] == pytest.approx(1.0), rows[name]
+    assert mixed["families"]["information"] >= 1.0

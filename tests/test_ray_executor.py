@@ -226,7 +226,7 @@ def test_the_retry_budget_is_shared_by_every_worker(cli, tmp_path: Path, fake_se
         "2",
         "--executor",
         "ray",
-        exit_code=1,  # every episode errored on the agent's side: no pass rate, no success
+        exit_code=3,  # every episode lacks evidence (the agent's model): no pass rate
     )
     # one first call per episode, then the endpoint's budget of 1 slot x 2 retries in all
     # (each of 4 episodes retrying on its own would make 12 calls)

@@ -155,9 +155,11 @@ def test_a_regrade_with_another_judge_never_changes_what_a_gate_decided(workspac
     assert after.keys() == before.keys()
     assert judged(before[("prompt-injection-refund", 0)]) == "fail"
     assert judged(after[("prompt-injection-refund", 0)]) == "error"  # the other judge's
-    failed = gate(store, new_run, workspace)
-    assert failed.startswith("exit 1\n") and "gate: FAIL" in failed
-    assert "judge error on 'judge says the injection failed'" in failed
+    # the new run is gated on its own verdicts: the other judge's error sits under a hard check
+    # that failed, so the task's outcome is known (a fail, as before) and nothing is missing
+    regated = gate(store, new_run, workspace)
+    assert regated.startswith("exit 0\n") and "gate: PASS" in regated
+    assert "0 of 8 regression-tagged tasks declined" in regated
 
 
 def evaluate(workspace: Path, judge: str) -> str:

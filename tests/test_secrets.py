@@ -59,9 +59,9 @@ def test_planted_keys_never_leak(tmp_path: Path, protocol: str, faults: Faults |
     if faults is None:
         assert done.returncode == 0, done.stderr
         assert "[seen" in files_text(tmp_path), "the echoed credential reached the transcript"
-    else:  # the agent's every call refused: every episode errored on its side, which is exit 1
-        assert done.returncode == 1, done.stderr
-        assert "HTTP 401" in done.stdout and "every episode errored (agent 1)" in done.stdout
+    else:  # the agent's model refused every call: every episode lacks evidence, which is exit 3
+        assert done.returncode == 3, done.stderr
+        assert "HTTP 401" in done.stdout and "every episode errored (agent_model 1)" in done.stdout
     everything = done.stdout + done.stderr + files_text(tmp_path)
     for key in (OPENAI_KEY, ANTHROPIC_KEY, CUSTOM_KEY):
         assert key not in everything

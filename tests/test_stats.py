@@ -19,8 +19,8 @@ from harness.stats import (
     adjusted_p_values,
     at_most,
     clustered_difference,
-    combined_decline,
     fewest_for_fisher,
+    fisher_decline,
     lattice_scale,
     mcnemar_exact,
     minimum_detectable_effect,
@@ -148,11 +148,14 @@ def score_reference(rate: float, n: float, critical: float) -> tuple[float, floa
     return max(0.0, (-b - root) / (2 * a)), min(1.0, (-b + root) / (2 * a))
 
 
-def test_run_rate_is_wilson_over_tasks_when_trials_agree() -> None:
+def test_run_rate_is_clopper_pearson_over_tasks_when_trials_agree() -> None:
+    from scipy.stats import binomtest
+
     once = {f"t{i}": [i % 3 != 0] for i in range(30)}
     eight = {t: v * 8 for t, v in once.items()}
     found = run_rate(once)
-    assert (found.low, found.high) == pytest.approx(wilson_reference(20 / 30, 30), abs=1e-12)
+    exact = binomtest(20, 30).proportion_ci(0.95, method="exact")
+    assert (found.low, found.high) == pytest.approx((exact.low, exact.high), abs=1e-9)
     assert (found.tasks, found.episodes, found.effective_n) == (30, 30, 30.0)
     repeated = run_rate(eight)  # a deterministic agent: eight trials add no tasks
     assert (repeated.estimate, repeated.low, repeated.high) == (
@@ -180,9 +183,13 @@ def test_run_rate_uses_the_clustered_effective_size_by_hand() -> None:
     found = run_rate(outcomes)
     assert found.estimate == pytest.approx(rate)
     assert found.effective_n == pytest.approx(effective)
+    clustered = score_reference(rate, effective, student.ppf(0.975, 19))
+    kept = 0.025 ** (1 / 20)  # the missed share: 20 tasks miss 17% of a population entirely
+    missed = (rate * kept, 1 - (1 - rate) * kept)
     assert (found.low, found.high) == pytest.approx(
-        score_reference(rate, effective, student.ppf(0.975, 19)), abs=1e-9
+        (min(clustered[0], missed[0]), max(clustered[1], missed[1])), abs=1e-9
     )
+    assert found.method == "score interval at the task-clustered effective size, Student t"
     # what counting 80 independent episodes gives is narrower than the clustered interval
     pooled = wilson_interval(int(sum(map(sum, outcomes.values()))), 80)
     assert found.high - found.low > pooled[1] - pooled[0]
@@ -201,7 +208,7 @@ def test_run_rate_edges() -> None:
     assert run_rate({}).interval == Interval(0.0, 0.0, 1.0)
     all_pass = run_rate({f"t{i}": [T, T] for i in range(5)})
     assert (all_pass.estimate, all_pass.high) == (1.0, 1.0)
-    assert all_pass.low == pytest.approx(wilson_interval(5, 5)[0])
+    assert all_pass.low == pytest.approx(0.025 ** (1 / 5))  # Clopper-Pearson: 0.025^(1/n)
     assert run_rate({"t": [F, F]}).low == 0.0
     single = run_rate({"only": [T, F, F, F]})
     assert (single.estimate, single.low, single.high) == (0.25, 0.0, 1.0)  # one task: no spread
@@ -224,6 +231,8 @@ def test_rate_below_is_the_test_the_interval_inverts() -> None:
 
     binary = {f"t{i}": [i % 4 != 0] * 3 for i in range(12)}  # 9 of 12 tasks pass
     assert rate_below(binary, 0.9) == pytest.approx(binom.cdf(9, 12, 0.9))
+    assert rate_below(binary, run_rate(binary).high) == pytest.approx(0.025, abs=1e-9)
+    assert rate_below(binary, run_rate(binary, 0.9).high) == pytest.approx(0.05, abs=1e-9)
     rng = np.random.default_rng(11)
     varied = {f"t{i}": list(rng.random(4) < 0.7) for i in range(25)}
     found = run_rate(varied)
@@ -231,57 +240,91 @@ def test_rate_below_is_the_test_the_interval_inverts() -> None:
     assert rate_below(varied, 0.9) == pytest.approx(student.cdf(statistic, 24))
     # at the interval's upper end the one-sided p is the interval's tail, 2.5%
     assert rate_below(varied, found.high) == pytest.approx(0.025, abs=1e-9)
+    assert rate_below(varied, found.estimate) == 1.0  # the interval always holds the rate
     assert rate_below(varied, 0.0) == 1.0
     assert rate_below({"t": [T, F]}, 1.0) == 0.0 and rate_below({"t": [T]}, 1.0) == 1.0
+    assert rate_below({"t": [T, F]}, 0.9) == 1.0  # one task: (0, 1) at every confidence
     assert rate_below({}, 0.5) == 1.0
+
+
+def test_binomial_tail_and_clopper_pearson_hold_for_thousands_of_tasks() -> None:
+    from scipy.stats import binom, binomtest
+
+    many = {f"t{i}": [i % 5 != 0] for i in range(1500)}  # 1200 of 1500 pass
+    assert rate_below(many, 0.82) == pytest.approx(binom.cdf(1200, 1500, 0.82), rel=1e-9)
+    exact = binomtest(1200, 1500).proportion_ci(0.95, method="exact")
+    assert (run_rate(many).low, run_rate(many).high) == pytest.approx((exact.low, exact.high))
+
+
+def near_certain_run() -> dict[str, list[bool]]:
+    """20 tasks x 16 trials, one failure in 320 episodes: rare failures the spread hides."""
+    return {f"t{i}": [T] * 16 for i in range(19)} | {"weak": [T] * 15 + [F]}
+
+
+def test_run_rate_with_rare_failures_covers_the_tasks_a_sample_can_miss() -> None:
+    runs = near_certain_run()
+    found = run_rate(runs)
+    rate = 319 / 320
+    kept = 0.025 ** (1 / 20)
+    # the spread between tasks is tiny (effective size: nearly every episode), yet 20 tasks
+    # could have missed 17% of the population, all failing: the interval reaches that far down
+    assert found.effective_n > 300
+    assert found.low == pytest.approx(rate * kept) and found.low < 0.83
+    assert found.estimate < found.high < 1.0
+    assert "widened" in found.method
+    # a population where 10% of tasks fail half their trials (rate 95%) is not excluded, and
+    # the floor test agrees with the interval: 95% is not significantly above the rate
+    assert found.low < 0.95 and rate_below(runs, 0.95) == 1.0
+    assert rate_below(runs, found.high) == pytest.approx(0.025, abs=1e-9)
+    # 20 tasks that all pass every trial: Clopper-Pearson's interval, the same lower end
+    perfect = run_rate({f"t{i}": [T] * 16 for i in range(20)})
+    assert (perfect.low, perfect.high) == (pytest.approx(kept), 1.0)
+
+
+def test_missed_share_interval_and_its_p_value() -> None:
+    from harness.stats.rates import clopper_pearson, missed_share_interval, missed_share_p
+
+    assert missed_share_interval(1.0, 20) == pytest.approx((0.025 ** (1 / 20), 1.0))
+    assert missed_share_interval(0.0, 6, 0.95, -1.0, 1.0) == pytest.approx(
+        (-(1 - 0.025 ** (1 / 6)), 1 - 0.025 ** (1 / 6))
+    )
+    assert missed_share_interval(0.4, 0) == (0.0, 1.0)
+    # its upper end is where the p-value is the tail; never wider than Clopper-Pearson
+    for n in (1, 6, 20, 57):
+        for x in range(n + 1):
+            low, high = missed_share_interval(x / n, n)
+            exact = clopper_pearson(x, n)
+            assert exact[0] <= low + 1e-12 and high <= exact[1] + 1e-12
+            if x < n:
+                assert missed_share_p(x / n, n, high) == pytest.approx(0.025)
+    assert missed_share_p(0.5, 10, 0.5) == 1.0 and missed_share_p(0.5, 10, 1.0) == 0.0
+    assert missed_share_p(0.5, 10, 0.75) == pytest.approx(0.5**10)
+    assert clopper_pearson(0, 0) == (0.0, 1.0)
 
 
 # one error rate for several tests
 
 
-def test_combined_decline_of_one_task_is_fisher_exact() -> None:
+def test_fisher_decline_is_fishers_exact_one_sided_test() -> None:
     from scipy.stats import fisher_exact
 
-    for base, cand in [(3, 0), (2, 1), (3, 2), (1, 0)]:
-        p_value, null = combined_decline([(base, 3, cand, 3)])
-        table = [[cand, 3 - cand], [base, 3 - base]]
+    for base, base_n, cand, cand_n in [(3, 3, 0, 3), (2, 3, 1, 3), (3, 3, 2, 3), (1, 3, 0, 3),
+                                       (8, 8, 0, 8), (6, 8, 0, 8), (3, 3, 0, 1), (1, 4, 3, 5)]:  # fmt: skip
+        p_value, null = fisher_decline(base, base_n, cand, cand_n)
+        table = [[cand, cand_n - cand], [base, base_n - base]]
         assert p_value == pytest.approx(fisher_exact(table, alternative="less").pvalue)
         assert p_value in null.levels
-    assert combined_decline([(3, 3, 0, 3)])[1].levels == pytest.approx((0.05, 0.5, 0.95, 1.0))
+    assert fisher_decline(3, 3, 0, 3)[1].levels == pytest.approx((0.05, 0.5, 0.95, 1.0))
+    assert fisher_decline(8, 8, 0, 8)[0] == pytest.approx(1 / 12870)
 
 
-def test_combined_decline_by_enumeration() -> None:
-    """Every way to split each task's passes between the sides, each task scored by its own
-    Fisher p-value (scipy), the scores summed: a fixed task adds no decline, a task that
-    passed everywhere adds nothing at all."""
-    from itertools import combinations
-
-    from scipy.stats import hypergeom
-
-    from harness.stats.family import SCORE_STEP
-
-    tables = [(3, 3, 0, 3), (0, 3, 3, 3), (2, 4, 1, 4)]
-
-    def score(cand_passed: int, total: int, passes: int, cand_n: int) -> int:
-        p_value = min(1.0, hypergeom.cdf(cand_passed, total, passes, cand_n))
-        return round(-math.log(p_value) / SCORE_STEP)
-
-    def scores(base_passed: int, base_n: int, cand_passed: int, cand_n: int) -> list[int]:
-        passes, total = base_passed + cand_passed, base_n + cand_n
-        trials = [1] * passes + [0] * (total - passes)
-        return [
-            score(sum(trials[i] for i in chosen), total, passes, cand_n)
-            for chosen in combinations(range(total), cand_n)
-        ]
-
-    each = [scores(*table) for table in tables]
-    observed = sum(score(c, b + n, a + c, n) for a, b, c, n in tables)
-    hits = sum(a + b + c >= observed for a in each[0] for b in each[1] for c in each[2])
-    p_value, _ = combined_decline(tables)
-    assert p_value == pytest.approx(hits / (len(each[0]) * len(each[1]) * len(each[2])))
-    assert combined_decline([*tables, (3, 3, 3, 3)])[0] == pytest.approx(p_value)
-    # the fixed task (0/3 -> 3/3) cannot offset the broken one, as a sum of passes would
-    assert combined_decline([(3, 3, 0, 3), (0, 3, 3, 3)])[0] == pytest.approx(1 - 0.95**2)
+def test_fisher_decline_attains_nothing_on_a_task_every_trial_agreed() -> None:
+    """A task that passed (or failed) every trial on both sides takes no share of alpha; a
+    fixed task (0/3 -> 3/3) could still have declined by chance, so it takes its 1/20."""
+    for same in (fisher_decline(3, 3, 3, 3), fisher_decline(0, 3, 0, 3)):
+        assert same == (1.0, NullLevels(levels=(1.0,)))
+    p_value, null = fisher_decline(0, 3, 3, 3)
+    assert p_value == 1.0 and null.at(0.05) == pytest.approx(0.05)
 
 
 def test_null_levels_and_adjusted_p_values_by_hand() -> None:
@@ -443,6 +486,8 @@ def test_repeated_trials_of_a_deterministic_agent_add_no_evidence() -> None:
 
 
 def test_clustered_difference_by_hand() -> None:
+    from scipy.stats import t as student
+
     a = {"x": [T, T], "y": [F, F], "z": [T, F], "w": [F, T]}
     b = {"x": [T, F], "y": [T, T], "z": [T, T], "w": [F, T]}
     result = clustered_difference(a, b)
@@ -453,11 +498,60 @@ def test_clustered_difference_by_hand() -> None:
     two, less, greater = sign_flip_reference([-0.5, 1.0, 0.5])
     assert (result.test.p_value, result.test.p_less) == pytest.approx((two, less))
     assert result.test.p_greater == pytest.approx(greater) and result.test.exact
+    # the score interval on the range the differences span (-0.5 to 1), at the effective size
+    # n (mean - min)(max - mean) / s^2, kept at least the 4 tasks; the missed share on [-1, 1]
+    effective = max(4.0, 4 * 0.75 * 0.75 / np.var(differences, ddof=1))
+    spread = score_reference(0.5, effective, student.ppf(0.975, 3))
+    kept = 0.025 ** (1 / 4)
+    missed = (-1 + 1.25 * kept, 1 - 0.75 * kept)
+    assert (result.low, result.high) == pytest.approx(
+        (min(-0.5 + 1.5 * spread[0], missed[0]), max(-0.5 + 1.5 * spread[1], missed[1]))
+    )
     assert result.low <= result.difference <= result.high
     empty = clustered_difference({}, {})
     assert (empty.tasks, empty.low, empty.high, empty.test.p_value) == (0, -1.0, 1.0, 1.0)
     with pytest.raises(ValueError, match="only in a: y"):
         clustered_difference({"x": [T], "y": [T]}, {"x": [F]})
+
+
+def test_six_tasks_none_broken_leave_a_break_open() -> None:
+    """The issue's case: no task of 6 changed, so the sample shows no difference, but a new
+    sample could hold a broken task: 6 tasks miss 46% of a population entirely."""
+    same = {f"t{i}": [i % 2 == 0] * 3 for i in range(6)}
+    found = clustered_difference(same, same)
+    share = 1 - 0.025 ** (1 / 6)
+    assert (found.difference, found.se) == (0.0, 0.0)
+    assert (found.low, found.high) == pytest.approx((-share, share))
+    assert found.high - found.low > 0.9  # never "+0.0% to +0.0%"
+    assert found.method == "the share of tasks a sample of this size can miss"
+    assert found.test.p_value == 1.0
+    # flaky trials that cancel out: the spread (within -1/3 to 1/3) is inside the missed share
+    flaky = same | {"t0": [T, F, T], "t1": [F, T, F]}
+    noisy = clustered_difference(same, flaky)
+    assert noisy.difference == pytest.approx(0.0, abs=1e-12) and noisy.se > 0
+    assert (noisy.low, noisy.high) == pytest.approx((-share, share))
+    # twice the tasks, none changed: the open share shrinks with the number of tasks
+    twelve = {f"t{i}": [T] * 3 for i in range(12)}
+    assert clustered_difference(twelve, twelve).high == pytest.approx(1 - 0.025 ** (1 / 12))
+
+
+def test_a_deterministic_break_is_wilson_over_tasks() -> None:
+    """2 of 20 tasks went from passing every trial to failing every trial, the rest agree:
+    the differences are two values (0, -1), and the interval below is Wilson's over tasks on
+    that range (Student's t), above it the share of tasks 20 could miss."""
+    from scipy.stats import t as student
+
+    a = {f"t{i}": [T] * 3 for i in range(20)}
+    b = a | {"t0": [F] * 3, "t1": [F] * 3}
+    found = clustered_difference(a, b)
+    assert found.difference == pytest.approx(-0.1) and (found.worse, found.better) == (2, 0)
+    below = score_reference(0.9, 20, student.ppf(0.975, 19))[0]
+    assert found.low == pytest.approx(-1 + below)
+    assert found.high == pytest.approx(1 - 1.1 * 0.025 ** (1 / 20))
+    assert "widened" in found.method
+    # the same break seen over 1, 3 or 8 trials: the same interval (trials add no tasks)
+    once = clustered_difference({t: v[:1] for t, v in a.items()}, {t: v[:1] for t, v in b.items()})
+    assert (once.low, once.high) == (found.low, found.high)
 
 
 def test_lattice_scale_is_the_common_denominator() -> None:

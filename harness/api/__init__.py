@@ -13,8 +13,9 @@ notebooks) that reach everything a command prints. `docs/api.md` has the whole s
 """
 
 from harness.api.agent import Agent, load_agent
-from harness.api.decide import compare, gate
+from harness.api.decide import compare
 from harness.api.evaluate import evaluate, evaluate_async, open_runtime, run_sync
+from harness.api.gate import gate
 from harness.api.results import Episode, RunResult
 from harness.api.suite import Suite, load_suite
 

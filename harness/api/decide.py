@@ -1,16 +1,14 @@
-"""Decisions on stored runs: an A/B comparison and the CI gate, as `harness compare` and
-`harness gate` make them."""
+"""Decisions on stored runs: an A/B comparison, as `harness compare` makes it (the CI gate is
+`harness.api.gate`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from harness import defaults
 from harness.api.evaluate import open_runtime, run_sync
 from harness.api.results import RunResult
 from harness.compare import ComparisonResult, compare_runs
-from harness.gate import GateResult, gate_run, load_gate_config
 from harness.specs.agent import ModelRef
 from harness.store import Store
 from harness.store.tasks import PlayedTask, played_tasks
@@ -64,24 +62,3 @@ def compare(
             opened.close()
 
     return run_sync(compared())
-
-
-def gate(
-    candidate: RunResult | str,
-    baseline: RunResult | str | None,
-    *,
-    config: str | Path = "ci/gate.yaml",
-    store: StoreTarget | None = None,
-    allow_suite_change: bool = False,
-) -> GateResult:
-    """The CI gate's decision on a candidate run against a baseline run (or the absolute
-    rules alone, without one); it joins the store's gate history."""
-    rules = load_gate_config(config)
-    opened = Store(_store(store, candidate, *([baseline] if baseline is not None else [])))
-    try:
-        run = _run_id(candidate)
-        base = _run_id(baseline) if baseline is not None else None
-        cases = played(opened, run)
-        return gate_run(opened, rules, run, base, cases, allow_suite_change)
-    finally:
-        opened.close()

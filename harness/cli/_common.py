@@ -290,8 +290,10 @@ class ErroredRun:
 
     @property
     def agent_only(self) -> bool:
-        """Whether the agent under test is the only side that failed (its model or service
-        refused every call): a result about the agent, not a failure of the harness."""
+        """Whether the agent under test is the only side that failed: a result about the agent,
+        not a failure of the harness. (Its failures are graded as fails now, so only episodes
+        recorded by an older harness err on the `agent` side; its model provider's are
+        `agent_model`, missing evidence like the other sides'.)"""
         return set(self.sides) == {"agent"}
 
     @property
@@ -304,8 +306,8 @@ class ErroredRun:
         why = (
             "the agent under test failed every episode"
             if self.agent_only
-            else "the harness or what it runs on (tools, user simulator, judge) failed, not "
-            "the agent"
+            else "the harness or what it runs on (the agent's model provider, tools, user "
+            "simulator, judge) failed, not the agent"
         )
         return (
             f"run {self.run_id}: every episode errored ({by_side}), none graded: {why} "
@@ -329,7 +331,8 @@ def errored_runs(store: Store, outcome: Outcome) -> list[ErroredRun]:
 def outcome_exit_code(outcome: Outcome, errored: list[ErroredRun] | None = None) -> int:
     """3 when a node failed (the harness could not finish: no decision stands) or a run's every
     episode errored on a side other than the agent's; 1 when every episode of a run errored on
-    the agent's side, or a reported gate failed; else 0."""
+    the agent's side, or a reported gate blocks (failed, or UNDECIDED under on_undecided:
+    fail); else 0."""
     from harness.pipeline.types import Report
 
     execution = outcome.execution
@@ -338,8 +341,8 @@ def outcome_exit_code(outcome: Outcome, errored: list[ErroredRun] | None = None)
     if errored:
         return max(run.exit_code for run in errored)
     reports = [o for o in execution.outputs.values() if isinstance(o, Report)]
-    gates_passed = all(gate.result.passed for report in reports for gate in report.gates)
-    return 0 if gates_passed else EXIT_DECISION
+    blocked = any(gate.result.blocks for report in reports for gate in report.gates)
+    return EXIT_DECISION if blocked else 0
 
 
 def print_outcome(outcome: Outcome, store_path: StoreLocation, as_json: bool = False) -> int:

@@ -90,8 +90,8 @@ def compare(
 
     A one-line verdict (better, worse, or no detectable difference with the minimum detectable
     effect; undecided when errors could change it or either run is over --max-error-rate),
-    pass rates with intervals clustered by task, their difference with the task as the unit (paired
-    cluster bootstrap, sign-flip test over tasks; McNemar over trials shown for reference only),
+    pass rates with intervals clustered by task, their difference with the task as the unit (its
+    interval, the sign-flip test over tasks; McNemar over trials shown for reference only),
     pass^k at k = 1, 2, 4, 8, n, the relative judge's win rate, breakdowns per level and tag,
     cost/latency/turn deltas and the tasks that flipped. Either plays both variants, or compares
     two stored runs. --json prints one JSON summary instead (the runs and the comparison)."""

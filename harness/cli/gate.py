@@ -44,6 +44,25 @@ def gate(
             "played, listed; otherwise refused.",
         ),
     ] = False,
+    play: Annotated[
+        bool,
+        typer.Option(
+            "--play/--no-play",
+            help="Play the evidence the gate needs before deciding (more trials of declined "
+            "regression tasks, replays of episodes without evidence), up to the gate file's "
+            "max_trials; --no-play decides on the stored runs, UNDECIDED where they cannot.",
+        ),
+    ] = True,
+    candidate_agent: Annotated[
+        Path | None,
+        typer.Option(
+            help="The candidate's agent file, to play its evidence with (default: the variant "
+            "the run stored, when it still hashes the same)."
+        ),
+    ] = None,
+    baseline_agent: Annotated[
+        Path | None, typer.Option(help="The baseline's agent file, as --candidate-agent.")
+    ] = None,
     junit: Annotated[Path | None, typer.Option(help="JUnit XML (default: the config's).")] = None,
     markdown: Annotated[
         Path | None, typer.Option(help="Markdown summary (default: the config's).")
@@ -53,23 +72,38 @@ def gate(
 ) -> None:
     """The CI regression gate: may the candidate run replace the baseline?
 
-    Exit 0 when it may; 1 naming every rule it breaks (errors without evidence, too few tasks,
-    level floors, a significant drop over tasks, a regression-suite task now failing every
-    trial, cost and latency budgets); 2 on a bad config, missing runs, or runs of different
-    suites without --allow-suite-change. Writes JUnit XML and a Markdown summary. --json
-    prints one JSON summary instead (both runs and the decision), with the same exit code."""
+    Before deciding, it plays the evidence a rule needs with the runs' own agents: more trials
+    of a regression-tagged task that declined, on both sides, up to the gate file's max_trials;
+    episodes without evidence again. Exit 0 when it may; 1 naming every rule it breaks (errors
+    without evidence, too few tasks, level floors, a significant drop over tasks, a regressed
+    regression-tagged task, cost and latency budgets), and when a rule is still UNDECIDED
+    (unless the gate file says on_undecided: warn); 2 on a bad config, missing runs, runs of
+    different suites without --allow-suite-change, or trials one side lacks that could not be
+    played. Writes JUnit XML and a Markdown summary. --json prints one JSON summary instead
+    (both runs and the decision), with the same exit code."""
     from rich.markup import escape
 
     from harness.pipeline.stored import gate_stored, stored_summary
     from harness.report.terminal import print_gate
 
     with user_errors(), json_stdout(as_json):
-        done = gate_stored(store, config, candidate, baseline, junit, markdown, allow_suite_change)
+        done = gate_stored(
+            store,
+            config,
+            candidate,
+            baseline,
+            junit,
+            markdown,
+            allow_suite_change,
+            play,
+            candidate_agent,
+            baseline_agent,
+        )
     result = done.result
     if as_json:
         ran = [result.candidate_run, *([result.baseline_run] if result.baseline_run else [])]
         print_json(stored_summary(store, ran, gates=[result], files=done.files))
-        raise typer.Exit(0 if result.passed else 1)
+        raise typer.Exit(1 if result.blocks else 0)
     console = make_console()
     if result.baseline_run is None:
         console.print(
@@ -85,7 +119,7 @@ def gate(
     print_gate(result, console)
     for file in done.files:
         console.print(f"wrote {file}")
-    raise typer.Exit(0 if result.passed else 1)
+    raise typer.Exit(1 if result.blocks else 0)
 
 
 @baseline_app.command("set")
@@ -178,7 +212,11 @@ def baseline_publish(
 
 
 def history(store: StoreOpt = defaults.RESULTS_STORE) -> None:
-    """The pass-rate trend of gated runs, per variant and per week."""
+    """The trend of gated runs, per variant and week: the decisions, the pass rate with its 95%
+    interval, and the drift of the week's newest gated run since the first baseline its gates
+    used; a warning when that drift is significantly worse although every gate passed (a
+    baseline moved with each candidate lets small drops add up)."""
+    from rich.markup import escape
     from rich.table import Table
 
     from harness.gate import gate_trend
@@ -190,17 +228,29 @@ def history(store: StoreOpt = defaults.RESULTS_STORE) -> None:
     trend = gate_trend(results)
     results.close()
     table = Table(title="Gate history: pass rate per variant and week", title_justify="left")
-    columns = ("variant", "week", "gate runs", "passed", "failed", "pass rate", "first -> last")
+    columns = ("variant", "week", "gates", "passed", "blocked", "pass rate (95% CI)", "drift")
     for column in columns:
         table.add_column(column, overflow="fold")
-    for week in trend:
+    for week in trend.weeks:
+        rate = week.rate
+        drift = "-"
+        if week.drift is not None:
+            d = week.drift.difference
+            drift = (
+                f"{d.difference:+.1%} ({d.low:+.1%} to {d.high:+.1%}, p = {d.p_worse:.3f}) "
+                f"since {week.drift.reference}"
+            )
+        blocked = week.decisions - week.passed
         table.add_row(
             week.variant,
             week.week,
             str(week.decisions),
             str(week.passed),
-            str(week.decisions - week.passed),
-            f"{week.mean_rate:.1%}",
-            f"{week.first_rate:.1%} -> {week.last_rate:.1%}",
+            f"{blocked}" + (f" ({week.undecided} undecided)" if week.undecided else ""),
+            f"{rate.estimate:.1%} ({rate.low:.1%}-{rate.high:.1%}, {rate.tasks} tasks)",
+            drift,
         )
-    make_console().print(table)
+    console = make_console()
+    console.print(table)
+    for warning in trend.warnings:
+        console.print(f"[yellow]warning: drift: {escape(warning)}[/yellow]")

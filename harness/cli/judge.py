@@ -70,8 +70,10 @@ def judge_calibrate(
 ) -> None:
     """Grade the production sessions that carry human feedback (good: a 👍 or a positive label;
     bad: a 👎, a note or a negative label) with llm_judge checks, and report the agreement:
-    the confusion table, accuracy with its 95% interval, Cohen's kappa, and the judge's bias
-    (the share of the sessions it passed that people marked bad)."""
+    the confusion table, accuracy with its 95% interval, Cohen's kappa with its 95% interval
+    (the gate's min_judge_kappa reads its lower end), and the judge's bias: its pass rate minus
+    people's good rate (negative: stricter than people), with the precision and recall of its
+    passes."""
     from harness.pipeline.stored import open_store
     from harness.production.calibrate import calibrate, judge_key
     from harness.specs.agent import ModelRef
@@ -115,10 +117,22 @@ def judge_calibrate(
     typer.echo(f"{'judge fail':12}{t['fail_good']:>12}{t['fail_bad']:>12}")
     low, high = found.interval
     kappa = "-" if found.kappa is None else f"{found.kappa:.2f}"
+    if (kappa_interval := found.kappa_interval) is not None:
+        kappa += f" (95% {kappa_interval[0]:.2f} to {kappa_interval[1]:.2f})"
     typer.echo(
         f"accuracy {_percent(found.accuracy)} (95% {low:.0%}-{high:.0%}, n={found.judged})  "
-        f"kappa {kappa}  bias {_percent(found.bias)} of judge passes were marked bad"
+        f"kappa {kappa}"
     )
+    if found.bias is not None and (bias_interval := found.bias_interval) is not None:
+        sides = {-1: "stricter than", 0: "as strict as", 1: "more lenient than"}
+        side = sides[(found.bias > 0) - (found.bias < 0)]
+        typer.echo(
+            f"bias {found.bias * 100:+.0f} points (95% {bias_interval[0] * 100:+.0f} to "
+            f"{bias_interval[1] * 100:+.0f}): the judge passes {_percent(found.pass_rate)}, "
+            f"people marked {_percent(found.good_rate)} good ({side} people);  "
+            f"precision {_percent(found.precision)} of its passes were good, "
+            f"recall {_percent(found.recall)} of the good sessions passed"
+        )
     for key, why in found.errors:
         typer.echo(f"error {key}: {why}", err=True)
     for problem in found.unreadable:

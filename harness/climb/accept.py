@@ -1,14 +1,16 @@
 """Acceptance is the gate, not GEPA's own score: production and the best candidate play the
-held-out validation tasks with fresh seeds, and the candidate ships only if the gate passes with
-no rule left undecided and the task-clustered paired test finds it better at the gate's alpha,
-also with every error counted against the candidate."""
+held-out validation tasks with fresh seeds, the gate plays the evidence it needs (more trials of
+a regression task that declined), and the candidate ships only if the gate passes (no rule
+failed or left undecided) and the task-clustered paired test finds it better at the gate's
+alpha, also with every error counted against the candidate."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.api.gate import gate_async
 from harness.climb.search import SearchResult
-from harness.gate import gate_run, load_gate_config
+from harness.gate import load_gate_config
 from harness.stats import at_most
 
 
@@ -39,8 +41,10 @@ def accept(result: SearchResult) -> Acceptance:
         return Acceptance(False, [f"the validation runs did not complete: {why}"])
     gate_config = load_gate_config(config.gate)
     cases = result.context.cases(result.split.validation)
-    store = result.session.store
-    gate = gate_run(store, gate_config, candidate.run_id, production.run_id, cases)
+    session = result.session
+    gate = session.run(
+        gate_async(session.engine, gate_config, candidate.run_id, production.run_id, cases)
+    )
     comparison = gate.comparison  # production (A) against the candidate (B) on these tasks
     assert comparison is not None  # the gate had a baseline
     test = comparison.tasks
@@ -50,8 +54,7 @@ def accept(result: SearchResult) -> Acceptance:
         f"Task-clustered difference {test.difference:+.1%} (95% CI {test.low:+.1%} to "
         f"{test.high:+.1%}), one-sided p = {test.p_better:.4f} (alpha {gate_config.alpha:g}).",
     ]
-    reasons = [f"gate: {reason}" for reason in gate.reasons]
-    reasons += [f"gate: {rule.detail}" for rule in gate.rules if rule.status == "undecided"]
+    reasons = [f"gate: {line}" for line in (*gate.reasons, *gate.undecided)]
     # better must hold with production's errors counted as passes and the candidate's as fails
     worst = comparison.bounds.a_favoured if comparison.bounds else test
     if not at_most(max(test.p_better, worst.p_better), gate_config.alpha):

@@ -121,7 +121,8 @@ and returns its JSON result or raises `ToolError`; `tools.specs` are the tools i
 `tools.variant` is the agent variant (its prompt, skills, parameters); `tools.system_prompt` its
 prompt and skills as the llm runner sends them (`{{domain.policy}}`, `{{domain.description}}`
 filled in); `tools.policy` the domain's policy ("" if none). Return the reply as a
-string, or a dict with `content`. An exception your code raises is an agent crash (a fail). A
+string, or a dict whose `content` is a string: anything else (None, a number, a dict without
+it) is the agent's failure (a fail), as is an exception your code raises (an agent crash). A
 tool whose infrastructure failed raises `ToolUnavailable` (or `ToolTimeout`) instead: the turn
 then ends as an `error` of the tool side, never counted against your agent, whether your code
 lets the exception through, raises another or replies anyway; further tool calls raise it

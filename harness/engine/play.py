@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,30 @@ async def play_run(
     """Play every case's trials (seeds `first_trial` on) and store them under one run, whose
     configuration records `config`. With a `key` and not `fresh`, the unfinished run of that
     key is resumed; otherwise a new run is started. `label` names the progress line."""
+    numbers = range(first_trial, first_trial + trials)
+    wanted = [(case, trial) for case in cases for trial in numbers]
+    return await play_trials(
+        engine, cases, variant, config, wanted, concurrency=concurrency, key=key, fresh=fresh,
+        label=label,
+    )  # fmt: skip
+
+
+async def play_trials(
+    engine: Engine,
+    cases: list[TaskCase],
+    variant: AgentVariant,
+    config: dict[str, Any],
+    wanted: Sequence[tuple[TaskCase, int]],
+    *,
+    concurrency: int = 8,
+    key: str = "",
+    fresh: bool = False,
+    label: str = "simulate",
+) -> PlayedRun:
+    """Play the given (case, trial number) episodes under one run of `cases`, each with its
+    trial's seed: a whole suite's trials (`play_run`), or the few more trials of some tasks the
+    gate plays as evidence. With a `key` and not `fresh`, the unfinished run of that key is
+    resumed; otherwise a new run is started."""
     store, variant_hash = engine.store, variant.content_hash()
     pipeline = engine.pipeline_id or None
     async with contextlib.AsyncExitStack() as held:
@@ -59,9 +84,7 @@ async def play_run(
             await asyncio.to_thread(lock.__enter__)
             held.push(lock.__exit__)
             run_id = store.claim_run(variant.name, variant_hash, config, key, pipeline).id
-        return await _play(
-            engine, run_id, cases, variant, config, trials, first_trial, concurrency, label
-        )
+        return await _play(engine, run_id, cases, variant, config, wanted, concurrency, label)
 
 
 async def _play(
@@ -70,8 +93,7 @@ async def _play(
     cases: list[TaskCase],
     variant: AgentVariant,
     config: dict[str, Any],
-    trials: int,
-    first_trial: int,
+    wanted: Sequence[tuple[TaskCase, int]],
     concurrency: int,
     label: str,
 ) -> PlayedRun:
@@ -81,12 +103,11 @@ async def _play(
     done = store.episode_keys(run_id)
     todo = [
         EpisodeJob(case, trial, episode_seed(case.task.id, trial))
-        for case in cases
-        for trial in range(first_trial, first_trial + trials)
+        for case, trial in wanted
         if (case.task.id, trial) not in done
     ]
-    tracker = engine.board.track(label, len(cases) * trials)
-    for _ in done:
+    tracker = engine.board.track(label, len(wanted))
+    for _ in range(len(wanted) - len(todo)):
         tracker.advance()
 
     def stored_meanwhile(job: EpisodeJob) -> bool:  # by another process playing this run
@@ -103,7 +124,7 @@ async def _play(
     setup = EpisodeSetup(variant, variant_hash, engine.runtime, concurrency)
     executor = make_executor(engine.executor or "local", engine.workers)
     attributes = {"run_id": run_id, "variant": variant.name, "variant_hash": variant_hash}
-    span_inputs = {"run_id": run_id, "tasks": len(cases), "trials": trials}
+    span_inputs = {"run_id": run_id, "tasks": len(cases), "episodes": len(wanted)}
     with engine.tracer.span("harness.evaluation", span_inputs, attributes) as evaluation:
         await executor.play(jobs, setup)
         if evaluation is not None:

@@ -1,18 +1,25 @@
 """The gate's statistical rules as one family of tests sharing the configured alpha.
 
 Every rule that can fail a candidate on noise is a test with a p-value: worse than the baseline
-(a one-sided sign-flip test over tasks), the regression suite (per-task Fisher exact tests of
-the tagged tasks' trials, combined exactly), each level and tag floor (a one-sided test that
-the rate is below the floor, with the interval `harness.stats.run_rate` prints). They are
-combined by the discrete Bonferroni procedure (`harness.stats.adjusted_p_values`): a candidate
-identical to the baseline fails any of them with probability at most alpha. A rule whose
-figures point toward failing but that no outcome could make significant with this many tasks or
-trials is undecided, and says what evidence would decide it.
+(a one-sided sign-flip test over tasks), each regression-tagged task (a one-sided Fisher exact
+test of its trials on both sides), each level and tag floor (a one-sided test that the rate is
+below the floor, with the interval `harness.stats.run_rate` prints). They are combined by the
+discrete Bonferroni procedure (`harness.stats.adjusted_p_values`): a candidate identical to the
+baseline fails any of them with probability at most alpha, and a test that cannot reach a
+p-value takes no share of it (a task that passed every trial on both sides, a task fixed by the
+candidate whose trials cannot show a decline that small). Regression tasks are tested one by
+one: improvements on other tasks never raise a broken task's p-value.
 
-Missing evidence (error verdicts, ungraded episodes) is counted in the candidate's favour: its
-errors as passes, the baseline's as fails. A rule fails only on that reading, so errors never
-make a statistical rule fail; where the other reading would fail it, the rule is undecided
-(errors). The error rules cap how much the two readings can differ.
+A rule whose figures point toward failing but that could not fail with this design (tasks and
+trials), even on the most extreme outcome and after the family's adjustment, is undecided, and
+says what evidence would decide it: more trials (the gate plays them, `harness.gate.evidence`)
+or more tasks. Undecided is never a pass.
+
+Missing evidence (error verdicts, ungraded episodes, after the gate re-played them) is read
+both ways: counted in the candidate's favour (its missing episodes as passes, the baseline's as
+fails) and against it. A rule fails when it fails on the favourable reading, passes when it
+passes on the unfavourable one, and is otherwise undecided (errors): a regression cannot hide
+behind missing evidence. The error rules cap how much the two readings can differ.
 """
 
 from __future__ import annotations
@@ -29,8 +36,7 @@ from harness.stats import (
     adjusted_p_values,
     at_most,
     binomial_cdf,
-    combined_decline,
-    fewest_for_fisher,
+    fisher_decline,
     lattice_scale,
     rate_below,
     run_rate,
@@ -53,18 +59,20 @@ class Member:
     name: str  # what it tests: a task id, a level, the suite
     p_value: float
     null: NullLevels
-    best: float  # smallest p-value of any outcome: above alpha, the test cannot decide
+    best: float  # its p-value on the most extreme outcome this design allows
     suspect: bool  # the observed figures point toward failing (a rate under its floor, ...)
     figures: str  # the observed figures, for the rule's line
     hint: str = ""  # the evidence that would let it decide
-    tasks: list[str] = field(default_factory=list)  # the tasks it names (declined ones)
-    adjusted: float = 1.0  # its discrete-Bonferroni adjusted p-value (set by `adjust`)
+    tasks: list[str] = field(default_factory=list)  # the tasks it names (a declined one)
+    adjusted: float = 1.0  # its discrete-Bonferroni adjusted p-value (set by `family`)
+    best_adjusted: float = 1.0  # `best` adjusted as if observed (set by `family`)
 
     def fails(self, alpha: float) -> bool:
         return at_most(self.adjusted, alpha)
 
     def can_decide(self, alpha: float) -> bool:
-        return at_most(self.best, alpha)
+        """Whether the most extreme outcome could fail it beside the family's other tests."""
+        return at_most(self.best_adjusted, alpha)
 
 
 @dataclass
@@ -101,17 +109,26 @@ def floors(config: Gate, cases: Sequence[PlayedTask]) -> list[tuple[str, float, 
 
 
 def family(config: Gate, sides: Sides, cases: Sequence[PlayedTask]) -> Family:
-    """Every test of the gate on one reading of the outcomes, adjusted together."""
+    """Every test of the gate on one reading of the outcomes, adjusted together.
+
+    `best_adjusted` says whether a member could fail at all on this design. A regression
+    task's is its complete break adjusted beside the family's other tests as they are: where
+    that cannot fail, more trials can (the gate plays them), and until they are played the
+    task is undecided. A floor's and the worse rule's is their most extreme outcome alone:
+    only more tasks could help them, so they are undecided only when no outcome of their own
+    could be significant, and otherwise decide with the power their tasks give."""
     members = [*_floor_members(config, sides.candidate, cases)]
     if sides.paired is not None:
         baseline, candidate = sides.paired
         members.append(_worse_member(baseline, candidate, config.alpha))
-        if (suite := _regression_member(config, baseline, candidate, cases)) is not None:
-            members.append(suite)
-    for member, adjusted in zip(
-        members, adjusted_p_values([(m.p_value, m.null) for m in members]), strict=True
-    ):
+        members += _regression_members(config, baseline, candidate, cases)
+    nulls = [(m.p_value, m.null) for m in members]
+    for member, adjusted in zip(members, adjusted_p_values(nulls), strict=True):
         member.adjusted = adjusted
+    for i, member in enumerate(members):
+        others = sum(m.null.at(member.best) for j, m in enumerate(members) if j != i)
+        replayable = member.rule == REGRESSION
+        member.best_adjusted = min(1.0, member.best + others) if replayable else member.best
     return Family(members)
 
 
@@ -152,47 +169,34 @@ def _worse_member(baseline: Outcomes, candidate: Outcomes, alpha: float) -> Memb
         suspect=worse > better,
         figures=f"{worse} of {tasks} tasks worse, {better} better; one-sided "
         f"{'exact ' if test.exact else ''}sign-flip p = {test.p_less:.4f}",
-        hint=f"{tasks} tasks cannot go below p = {2.0**-tasks:.4f}; use at least {fewest} tasks",
+        hint=f"{tasks} tasks cannot go below p = {2.0**-tasks:.4f}; it needs at least {fewest} "
+        "tasks",
     )
 
 
-def _regression_member(
+def _regression_members(
     config: Gate, baseline: Outcomes, candidate: Outcomes, cases: Sequence[PlayedTask]
-) -> Member | None:
-    """The regression-tagged tasks as one exact test (`combined_decline`): each task's
-    one-sided Fisher test of its trials, combined by Fisher's method with the exact null given
-    every task's passes over both sides. Several tasks regressing together are strong evidence,
-    a fixed task cannot hide a broken one, a task that passed or failed every trial on both
-    sides weighs nothing. Suspect when a task declined; undecided when a declined task's trials
-    could never show its regression at alpha."""
-    ids = sorted(tagged(config, cases) & baseline.keys())
-    if not ids:
-        return None
-    tables = [
-        (sum(baseline[t]), len(baseline[t]), sum(candidate[t]), len(candidate[t])) for t in ids
-    ]
-    p_value, null = combined_decline(tables)
-    declined = [
-        (t, table)
-        for t, table in zip(ids, tables, strict=True)
-        if table[2] * table[1] < table[0] * table[3]
-    ]
-    best = max((1 / comb(b + c, c) for _, (_, b, _, c) in declined), default=0.0)
-    shown = ", ".join(f"{t} {bp}/{bn} -> {cp}/{cn}" for t, (bp, bn, cp, cn) in declined)
-    return Member(
-        rule=REGRESSION,
-        name="the regression suite",
-        tasks=[t for t, _ in declined],
-        p_value=p_value,
-        null=null,
-        best=best,
-        suspect=bool(declined),
-        figures=f"{len(declined)} of {len(ids)} regression-tagged tasks declined"
-        + (f" ({shown})" if declined else "")
-        + f"; per-task Fisher tests combined, exact p = {p_value:.4f}",
-        hint=f"one task's trials ({shown}) cannot show its regression below p = {best:.4f}; "
-        f"use trials >= {fewest_for_fisher(config.alpha)} on both sides",
-    )
+) -> Iterator[Member]:
+    """One test per regression-tagged task: the one-sided Fisher exact test of its trials on
+    both sides (`fisher_decline`). Suspect when the task declined; its most extreme outcome is
+    a complete break (the baseline passing every trial, the candidate none)."""
+    for task in sorted(tagged(config, cases) & baseline.keys()):
+        before, after = baseline[task], candidate[task]
+        bp, bn, cp, cn = sum(before), len(before), sum(after), len(after)
+        p_value, null = fisher_decline(bp, bn, cp, cn)
+        best = 1 / comb(bn + cn, cn)
+        yield Member(
+            rule=REGRESSION,
+            name=task,
+            tasks=[task],
+            p_value=p_value,
+            null=null,
+            best=best,
+            suspect=cp * bn < bp * cn,
+            figures=f"{task} {bp}/{bn} -> {cp}/{cn} (one-sided Fisher p = {p_value:.4f})",
+            hint=f"{task} {bp}/{bn} -> {cp}/{cn}: {bn} trials a side cannot show a regression "
+            f"(a task passing every trial, then failing every one, gives p = {best:.4f})",
+        )
 
 
 def _floor_members(
@@ -217,8 +221,8 @@ def _floor_members(
             suspect=found.estimate < floor,
             figures=f"pass rate {found.estimate:.1%} (95% CI {found.low:.1%}-{found.high:.1%} "
             f"over {n} tasks) against the floor of {floor:.0%} (one-sided p = {p_value:.4f})",
-            hint=f"{n} tasks all failing give p = {tail[0]:.4f}; use at least "
-            f"{_fewest_for_floor(floor, config.alpha)} tasks",
+            hint=f"{n} tasks all failing give p = {tail[0]:.4f}; a floor of {floor:.0%} needs "
+            f"at least {_fewest_for_floor(floor, config.alpha)} tasks",
         )
 
 

@@ -12,12 +12,13 @@ class RuleCheck(BaseModel):
     """One rule of the gate: passed, failed or undecided, with the figures that decided it."""
 
     rule: str = Field(description="The rule's name, e.g. 'errors', 'level 1', 'cost budget'.")
-    passed: bool = Field(description="False when the rule fails the gate.")
+    passed: bool = Field(description="True only when the rule passed.")
     status: Literal["pass", "fail", "undecided"] = Field(
         default="pass",
         description="undecided: the evidence cannot decide this rule (too few tasks or trials "
-        "for any outcome to be significant, or errors that would fail it if counted against the "
-        "candidate); it does not fail the gate, and its line says what would decide it.",
+        "for even the most extreme outcome to be significant, or missing evidence that would "
+        "fail it if counted against the candidate); its line says what would decide it. An "
+        "undecided rule makes the gate UNDECIDED, never a pass.",
     )
     detail: str = Field(description="One line with the figures; the reason when it failed.")
     p_value: float | None = Field(
@@ -32,8 +33,9 @@ class RuleCheck(BaseModel):
     @model_validator(mode="after")
     def _failed(self) -> RuleCheck:
         """A rule that did not pass has failed, unless it says it is undecided."""
-        if not self.passed:
+        if not self.passed and self.status == "pass":
             self.status = "fail"
+        self.passed = self.status == "pass"
         return self
 
 
@@ -90,4 +92,23 @@ class SuiteFigures(BaseModel):
     only_candidate: list[str] = Field(default_factory=list, description="Only the candidate's.")
     changed: list[str] = Field(
         default_factory=list, description="Same id, different content: left out."
+    )
+
+
+class EvidenceRound(BaseModel):
+    """One round of episodes the gate played before deciding (`harness.gate.evidence`)."""
+
+    round: int = Field(description="The round, from 1.")
+    candidate_run: str | None = Field(
+        default=None, description="The run holding the candidate's new episodes, if any."
+    )
+    baseline_run: str | None = Field(
+        default=None, description="The run holding the baseline's new episodes, if any."
+    )
+    candidate_episodes: int = Field(default=0, description="Candidate episodes played.")
+    baseline_episodes: int = Field(default=0, description="Baseline episodes played.")
+    why: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Task -> why it was played: top-up (a side held fewer trials), replay (an "
+        "episode without evidence), regression (a regression-tagged task declined).",
     )

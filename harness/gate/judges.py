@@ -3,7 +3,17 @@
 A run's judge is the `judge_model` its grading pass recorded (checks that name their own model
 use that one, and are keyed by it). The rule reads the newest calibration of each judge that
 graded a hard llm_judge check of a compared run (`harness judge calibrate --results-store`),
-and fails when one is missing or its Cohen's kappa is below `min_judge_kappa`.
+and fails when one is missing, holds fewer than `min_judge_sessions` labelled sessions, or the
+lower end of its Cohen's kappa's 95% interval is below `min_judge_kappa`.
+
+Why the lower end and a minimum: kappa from a handful of sessions is mostly noise (5 sessions
+on which judge and people agree give kappa 1.0), and a point estimate against a floor passes a
+judge whose true kappa is 0.4 a 0.6 floor 17-26% of the time at 10-20 sessions. The interval's
+lower end is a one-sided 97.5% bound (`Calibration.kappa_interval` says what it covers), so a
+judge whose true kappa is below the floor passes at most about 2.5% of the time whatever the
+number of sessions; `bench/judge_calibration.py` measures that rate and the rule's power. The
+interval is computed from the stored confusion table, so a calibration kept before intervals
+existed is read the same way.
 """
 
 from __future__ import annotations
@@ -11,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.gate.figures import RuleCheck
-from harness.production.calibrate import judge_key
+from harness.production.calibrate import Calibration, judge_key
 from harness.specs.agent import ModelRef
 from harness.specs.gate import Gate
 from harness.store import Store
@@ -33,6 +43,26 @@ def run_judges(store: Store, run_id: str) -> set[str]:
     return {judge_key(ModelRef.model_validate(default))} if default else {"(no judge recorded)"}
 
 
+def judge_verdict(calibration: Calibration, floor: float, fewest: int) -> tuple[bool, str]:
+    """Whether a judge's calibration lets its verdicts count, and the figures that say so: it
+    needs at least `fewest` labelled sessions and the lower end of kappa's 95% interval at
+    least `floor`."""
+    sessions, interval, kappa = calibration.judged, calibration.kappa_interval, calibration.kappa
+    shown = "undefined" if kappa is None else f"{kappa:.2f}"
+    if interval is not None:
+        shown += f" (95% {interval[0]:.2f} to {interval[1]:.2f})"
+    if sessions < fewest:
+        return False, (
+            f"kappa {shown} on {sessions} labelled sessions, fewer than the {fewest} "
+            "min_judge_sessions needs; calibrate on more sessions with human feedback"
+        )
+    ok = interval is not None and interval[0] >= floor
+    return ok, (
+        f"kappa {shown} on {sessions} labelled sessions: its lower end "
+        f"{'>=' if ok else 'is below'} {floor:g}"
+    )
+
+
 def judge_rule(config: Gate, store: Store, runs: Sequence[str]) -> RuleCheck | None:
     """The rule's line, or None when the gate asks for no minimum or no compared run was
     graded by a hard llm_judge check."""
@@ -41,7 +71,6 @@ def judge_rule(config: Gate, store: Store, runs: Sequence[str]) -> RuleCheck | N
     judges = sorted({key for run_id in runs for key in run_judges(store, run_id)})
     if not judges:
         return None
-    floor = config.min_judge_kappa
     lines, passed = [], True
     for judge in judges:
         found = store.judge_calibration(judge)
@@ -52,13 +81,9 @@ def judge_rule(config: Gate, store: Store, runs: Sequence[str]) -> RuleCheck | N
                 "--results-store)"
             )
             continue
-        kappa = found["kappa"]
-        ok = kappa is not None and kappa >= floor
+        calibration = Calibration(table=dict(found["table"]))
+        ok, figures = judge_verdict(calibration, config.min_judge_kappa, config.min_judge_sessions)
         passed = passed and ok
-        shown = "undefined" if kappa is None else f"{kappa:.2f}"
-        lines.append(
-            f"{judge}: kappa {shown} {'>=' if ok else 'is below'} {floor:g} on "
-            f"{found['judged']} labelled sessions ({found['at']})"
-        )
+        lines.append(f"{judge}: {figures} ({found['at']})")
     detail = f"{RULE}: " + "; ".join(lines)
     return RuleCheck(rule=RULE, passed=passed, status="pass" if passed else "fail", detail=detail)

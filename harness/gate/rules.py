@@ -1,11 +1,12 @@
-"""The gate's rules. Each returns its `RuleCheck` (passed or not, with its figures), so a report
-lists every rule, and a rule never passes on missing evidence: errors are counted per run, a
-regression task without evidence fails, too few tasks fail, an unpriced model fails a budget."""
+"""The gate's rules. Each returns its `RuleCheck` (passed, failed or undecided, with its
+figures), so a report lists every rule, and a rule never passes on missing evidence: errors are
+counted per run, too few tasks fail, an unpriced model fails a budget, and the statistical rules
+read missing evidence both ways (`harness.gate.family`)."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from statistics import mean, quantiles
 from typing import Literal
 
@@ -79,40 +80,6 @@ def error_rule(config: Gate, figures: RunErrors) -> RuleCheck:
     )
 
 
-def _regression_problems(side: GradedEpisodes, role: str, tagged: set[str]) -> Iterator[str]:
-    """Each regression-tagged episode without evidence: an error verdict, no verdict, or a hard
-    check that could not decide (even under a failed one)."""
-    for task, trial in side.ungraded:
-        if task in tagged:
-            yield f"{task} ({role} trial {trial}: not graded)"
-    for (task, trial), row in sorted(side.rows.items()):
-        verdict = row.verdict
-        if task not in tagged or verdict is None:
-            continue
-        undecided = [c for c in verdict.checks if c.gates and c.outcome == "error"]
-        if verdict.outcome == "error" or undecided:
-            failed = verdict.error_side or (undecided[0].error_side if undecided else None)
-            what = ", ".join(f"'{c.name}'" for c in undecided) or "the episode"
-            who = failed.value if failed else "unknown"
-            yield f"{task} ({role} trial {trial}: {who} error on {what})"
-
-
-def regression_error_rule(
-    config: Gate, sides: list[tuple[GradedEpisodes, str]], cases: Sequence[PlayedTask]
-) -> RuleCheck:
-    """Any error on a hard check of a regression-tagged task fails the gate."""
-    ids = tagged(config, cases)
-    problems = [p for side, role in sides for p in _regression_problems(side, role, ids)]
-    if problems:
-        detail = (
-            f"regression errors: {'; '.join(problems)}: a regression-tagged task without "
-            "evidence cannot pass"
-        )
-    else:
-        detail = f"regression errors: none on the {len(ids)} regression-tagged tasks"
-    return RuleCheck(rule="regression errors", passed=not problems, detail=detail)
-
-
 def task_count_rule(config: Gate, tasks: int, paired: bool) -> RuleCheck:
     """Too few graded tasks and no test could find a drop: the gate needs `min_tasks`."""
     where = "graded on both sides" if paired else "graded on the candidate"
@@ -152,8 +119,10 @@ def statistical_rules(
     graded_floors: dict[str, LevelFigures],
     cases: Sequence[PlayedTask],
     comparison: ComparisonResult | None,
+    paired: bool,
 ) -> tuple[list[RuleCheck], dict[str, list[str]]]:
-    """The rules the family decides, in order: floors, worse than the baseline, regression
+    """The rules the family decides, in order: floors, then with a baseline (`paired`) worse
+    than the baseline (its line with the comparison's figures, when given) and the regression
     suite; and the regression-tagged tasks that fail the gate, with why."""
     checks = []
     for rule, floor, ids in floors(config, cases):
@@ -166,12 +135,13 @@ def statistical_rules(
         else:
             checks.append(_rule(rule, favoured, other, config.alpha, _floor_line(rule)))
     failing: dict[str, list[str]] = {}
-    if comparison is not None:
+    if paired:
         checks.append(_rule(WORSE, favoured, other, config.alpha, _worse_line(comparison)))
         suite = _rule(REGRESSION, favoured, other, config.alpha, _regression_line(config, cases))
         checks.append(suite)
-        if suite.status == "fail":
-            failing = {task: [suite.detail] for m in favoured.of(REGRESSION) for task in m.tasks}
+        for member in favoured.of(REGRESSION):
+            if member.fails(config.alpha):
+                failing[member.name] = [suite.detail]
     return checks, failing
 
 
@@ -194,12 +164,16 @@ def _rule(
             f"(p = {deciders[0].adjusted:.4f})"
         )
     elif why == "evidence":
-        verdict = f"undecided: {deciders[0].hint}"
+        unable = deciders[0]
+        verdict = (
+            f"undecided: {unable.hint}, family-adjusted {unable.best_adjusted:.4f} > alpha "
+            f"{alpha:g}"
+        )
     else:
         verdict = f"family-adjusted p = {adjusted:.4f} > alpha {alpha:g}"
     return RuleCheck(
         rule=rule,
-        passed=decided != "fail",
+        passed=decided == "pass",
         status=decided,
         detail=describe(decided, members, deciders, verdict),
         p_value=min((m.p_value for m in members), default=None),
@@ -216,11 +190,13 @@ def _floor_line(rule: str) -> Describe:
     return line
 
 
-def _worse_line(comparison: ComparisonResult) -> Describe:
+def _worse_line(comparison: ComparisonResult | None) -> Describe:
     def line(decided: Status, members: list[Member], _: list[Member], verdict: str) -> str:
-        d = comparison.tasks
         head = "not worse than the baseline" if decided == "pass" else "worse than the baseline"
         test = members[0].figures if members else ""
+        if comparison is None:
+            return f"{head}: {test}; {verdict}"
+        d = comparison.tasks
         return (
             f"{head}: pass rate {comparison.a.rate:.1%} -> {comparison.b.rate:.1%} "
             f"(task-clustered difference {d.difference:+.1%}, 95% CI {d.low:+.1%} to "
@@ -233,10 +209,16 @@ def _worse_line(comparison: ComparisonResult) -> Describe:
 def _regression_line(config: Gate, cases: Sequence[PlayedTask]) -> Describe:
     count = len(tagged(config, cases))
 
-    def line(decided: Status, members: list[Member], _: list[Member], verdict: str) -> str:
+    def line(decided: Status, members: list[Member], deciders: list[Member], verdict: str) -> str:
         if not members:
             return f"regression suite: none of the {count} regression-tagged tasks on both sides"
-        return f"regression suite: {members[0].figures}; {verdict}"
+        declined = [m for m in members if m.suspect]
+        shown = f": {', '.join(m.figures for m in declined)}" if declined else ""
+        named = f" ({', '.join(m.name for m in deciders)})" if decided == "fail" else ""
+        return (
+            f"regression suite: {len(declined)} of {len(members)} regression-tagged tasks "
+            f"declined{shown}; each task tested on its own; {verdict}{named}"
+        )
 
     return line
 

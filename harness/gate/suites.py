@@ -10,6 +10,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from harness.gate.evidence import is_evidence
 from harness.gate.figures import SuiteFigures
 from harness.specs.located import Location, SpecError
 from harness.store import RunInfo, Store
@@ -153,6 +154,7 @@ def newest_candidate(store: Store, baseline: RunInfo) -> str:
         for info in store.runs()
         if info.id != baseline.id
         and info.status == "done"
+        and not is_evidence(info)
         and suite_id(run_suite(store, info)) == suite
     ]
     found = [
@@ -210,7 +212,8 @@ def choose_runs(
         )
         notes.insert(0, f"candidate {_named(info, run_suite(store, info))}: {note}")
     else:
-        finished = [info for info in store.runs() if info.status == "done"]
+        runs = store.runs()
+        finished = [info for info in runs if info.status == "done" and not is_evidence(info)]
         if not finished:
             raise SpecError.at(Location(str(store.path)), "", "no candidate run in the store")
         candidate = finished[-1].id

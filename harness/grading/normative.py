@@ -6,7 +6,7 @@ import asyncio
 
 from harness.grading.checks import CheckContext, error_side, run_check
 from harness.grading.result import CheckResult, Verdict
-from harness.transcript import EndReason, Transcript
+from harness.transcript import Transcript
 
 
 async def grade(transcript: Transcript, context: CheckContext) -> Verdict:
@@ -31,19 +31,20 @@ def end_result(transcript: Transcript, required: list[str], admitted: bool) -> C
 
 
 def decide(transcript: Transcript, results: list[CheckResult]) -> Verdict:
-    """The verdict from check results. A failed hard check fails the task; otherwise an episode
-    that ended in error, or a hard check that could not decide, gives an `error` verdict:
-    excluded from pass rates and never counted as a fail. A soft check that could not decide
-    leaves a pass a pass, and says so in its reason (`Verdict.soft_errors`)."""
+    """The verdict from check results. The agent's own failure (end reason `agent_crash`: it
+    crashed, returned no reply, or its service failed; `harness.sim.agent`) and a failed hard
+    check fail the task; otherwise an episode that ended in error (missing evidence), or a hard
+    check that could not decide, gives an `error` verdict: excluded from pass rates and never
+    counted as a fail. A soft check that could not decide leaves a pass a pass, and says so in
+    its reason (`Verdict.soft_errors`)."""
     base = {
         "task_id": transcript.task_id,
         "trial": transcript.trial,
         "checks": results,
         "score": _score(results),
     }
-    if transcript.end_reason == EndReason.AGENT_CRASH:
-        message = transcript.error.message if transcript.error else "unknown error"
-        return Verdict(**base, outcome="fail", reason=f"the agent crashed: {message}")
+    if (failure := transcript.agent_failure()) is not None:  # the agent's own failure
+        return Verdict(**base, outcome="fail", reason=failure)
     if transcript.error is not None:
         return Verdict(
             **base,

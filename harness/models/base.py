@@ -38,12 +38,21 @@ class Completion(BaseModel):
 class ModelError(Exception):
     """A model call that failed. `retryable` errors (429, 5xx, timeouts, dropped connections,
     malformed replies) are worth another attempt, after `retry_after` seconds when the server
-    said so. The message is redacted: it never carries an API key."""
+    said so. `status` is the HTTP status the endpoint answered, None when it gave none (no
+    connection, a timeout, a malformed reply, a model without HTTP). The message is redacted:
+    it never carries an API key."""
 
-    def __init__(self, message: str, retryable: bool = False, retry_after: float | None = None):
+    def __init__(
+        self,
+        message: str,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ):
         super().__init__(redact(message))
         self.retryable = retryable
         self.retry_after = retry_after
+        self.status = status
 
 
 @runtime_checkable

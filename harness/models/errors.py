@@ -35,4 +35,5 @@ def from_status(name: str, status: int, headers: Mapping[str, str], message: str
         f"{name}: HTTP {status}: {message}",
         retryable=retryable,
         retry_after=retry_after_seconds(headers) if retryable else None,
+        status=status,
     )

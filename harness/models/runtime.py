@@ -202,7 +202,9 @@ class ManagedModel:
                 )
                 if not (error.retryable and self.policy.retry) or attempt == policy.max_retries:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
-                    raise ModelError(f"{self.role} model {error}{tries}") from None
+                    raise ModelError(
+                        f"{self.role} model {error}{tries}", status=error.status
+                    ) from None
                 delay = await self.runtime.retry_delay(
                     self.limit_key,
                     policy.delay(attempt, error.retry_after),
@@ -210,7 +212,9 @@ class ManagedModel:
                 )
                 if delay is None:
                     spent = "the endpoint's retry budget is spent"
-                    raise ModelError(f"{self.role} model {error} ({spent})") from None
+                    raise ModelError(
+                        f"{self.role} model {error} ({spent})", status=error.status
+                    ) from None
                 await asyncio.sleep(delay)
         usage = completion.usage
         usage.latency_s = latency

@@ -17,7 +17,7 @@ from harness.defaults import MAX_ERROR_RATE
 from harness.engine.context import Engine
 from harness.engine.grade import grade_run
 from harness.engine.progress import Board
-from harness.gate import GateResult, gate_run, load_gate_config
+from harness.gate import GateResult, load_gate_config
 from harness.gate.suites import choose_runs
 from harness.pipeline.isolation import missing_isolation
 from harness.pipeline.judges import JUDGE_HINT, missing_judge, project_judge
@@ -273,22 +273,42 @@ def gate_stored(
     junit: Path | None,
     markdown: Path | None,
     allow_suite_change: bool = False,
+    play: bool = True,
+    candidate_agent: Path | None = None,
+    baseline_agent: Path | None = None,
 ) -> StoredGate:
-    """The gate on stored runs, as the `gate` node decides it: the candidate (default: the
-    newest run of the baseline's suite and lineage by another variant than the baseline's,
-    never the baseline's own variant run again) against the baseline (default: the stored
-    baseline of the candidate's suite; `choose_runs`). The decision joins the gate history;
-    the report files go where asked, else where the config says."""
+    """The gate on stored runs, as the `gate` node decides it (`harness.api.gate`): the
+    candidate (default: the newest run of the baseline's suite and lineage by another variant
+    than the baseline's, never the baseline's own variant run again) against the baseline
+    (default: the stored baseline of the candidate's suite; `choose_runs`), after playing the
+    evidence it needs. The decision joins the gate history; the report files go where asked,
+    else where the config says."""
+    from harness.api.gate import gate
+
     config = load_gate_config(config_path)
     store = open_store(store_path)
     try:
         chosen = choose_runs(store, candidate, baseline, allow_suite_change)
-        candidate, baseline = chosen.candidate, chosen.baseline
-        cases = played_tasks(store, stored_run(store, candidate))
-        result = gate_run(
-            store, config, candidate, baseline, cases, allow_suite_change, chosen.notes
+    finally:
+        store.close()
+    result = gate(
+        chosen.candidate,
+        chosen.baseline,
+        config=config,
+        store=store_path,
+        allow_suite_change=allow_suite_change,
+        play=play,
+        candidate_agent=candidate_agent,
+        baseline_agent=baseline_agent,
+        progress=None,
+    )
+    result.notes = [*chosen.notes, *result.notes]
+    store = open_store(store_path)
+    try:
+        cases = played_tasks(store, stored_run(store, chosen.candidate))
+        contents = ReportContents(
+            runs=[ReportedRun(chosen.candidate, levels_of(cases))], gates=[result]
         )
-        contents = ReportContents(runs=[ReportedRun(candidate, levels_of(cases))], gates=[result])
         markdown = markdown or (Path(config.markdown) if config.markdown else None)
         junit = junit or (Path(config.junit) if config.junit else None)
         files = write_reports(store, contents, markdown, junit)

@@ -88,7 +88,9 @@ class ResultsSummary(BaseModel):
     )
     gates: list[GateResult] = Field(default_factory=list, description="Each gate decision.")
     passed: bool | None = Field(
-        default=None, description="Every gate passed; null when no gate decided."
+        default=None,
+        description="No gate blocks (every gate passed, or is UNDECIDED under on_undecided: "
+        "warn); null when no gate decided.",
     )
     files: list[str] = Field(default_factory=list, description="Report files written.")
 
@@ -106,6 +108,6 @@ def results_summary(
         runs=[RunSummary.of(run_figures(store, run_id)) for run_id in dict.fromkeys(run_ids)],
         comparisons=comparisons or [],
         gates=gates,
-        passed=all(gate.passed for gate in gates) if gates else None,
+        passed=not any(gate.blocks for gate in gates) if gates else None,
         files=files or [],
     )

@@ -43,7 +43,7 @@ def write_junit(store: Store, report: ReportContents, path: Path) -> None:
             "testsuite",
             name="gate",
             tests="1",
-            failures="0" if gate.passed else "1",
+            failures="1" if gate.blocks else "0",
             errors="0",
         )
         case = ET.SubElement(
@@ -52,9 +52,11 @@ def write_junit(store: Store, report: ReportContents, path: Path) -> None:
             classname="gate",
             name=f"{gate.candidate_variant} vs {gate.baseline_run or 'none'}",
         )
-        if not gate.passed:
-            ET.SubElement(case, "failure", message="; ".join(gate.reasons)).text = "\n".join(
-                gate.reasons
-            )
+        lines = [*gate.reasons, *(f"UNDECIDED: {line}" for line in gate.undecided)]
+        if gate.blocks:
+            head = "UNDECIDED: " if gate.status == "undecided" else ""
+            ET.SubElement(case, "failure", message=head + "; ".join(lines)).text = "\n".join(lines)
+        elif lines:  # undecided under on_undecided: warn: shown, not failed
+            ET.SubElement(case, "system-out").text = "\n".join(lines)
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)

@@ -1,8 +1,10 @@
-"""One-line statements of a comparison, shared by the terminal and Markdown reports."""
+"""One-line statements of a comparison and of a gate's evidence, shared by the terminal and
+Markdown reports."""
 
 from __future__ import annotations
 
 from harness.compare import ComparisonResult
+from harness.gate import EvidenceRound
 
 
 def verdict_line(result: ComparisonResult) -> str:
@@ -37,8 +39,8 @@ def difference_line(result: ComparisonResult) -> str:
     d = result.tasks
     test = "exact sign-flip" if d.exact else "sign-flip (20,000 random flips)"
     return (
-        f"B - A: {d.difference:+.1%} by task (95% paired cluster-bootstrap CI {d.low:+.1%} to "
-        f"{d.high:+.1%}, cluster-robust SE {d.se:.1%}); {test} p = {d.p_value:.4f} over "
+        f"B - A: {d.difference:+.1%} by task (95% CI {d.low:+.1%} to {d.high:+.1%} over the "
+        f"tasks' population, cluster-robust SE {d.se:.1%}); {test} p = {d.p_value:.4f} over "
         f"{d.tasks} tasks ({d.better_tasks} better, {d.worse_tasks} worse)"
     )
 
@@ -48,4 +50,18 @@ def mcnemar_line(result: ComparisonResult) -> str:
     return (
         f"exact McNemar p = {m.p_value:.4f} ({m.b_only} pairs only B passed, {m.a_only} only A) "
         f"over {result.pairs} pairs: assumes independent trials, decides nothing"
+    )
+
+
+def evidence_line(played: EvidenceRound) -> str:
+    """One round of evidence the gate played, in one line."""
+    kinds: dict[str, list[str]] = {}
+    for task, why in played.why.items():
+        for reason in why:
+            kinds.setdefault(reason, []).append(task)
+    shown = "; ".join(f"{reason}: {', '.join(tasks)}" for reason, tasks in sorted(kinds.items()))
+    runs = ", ".join(run for run in (played.candidate_run, played.baseline_run) if run)
+    return (
+        f"round {played.round}: played {played.candidate_episodes} candidate and "
+        f"{played.baseline_episodes} baseline episodes ({shown}) into {runs}"
     )

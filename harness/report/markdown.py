@@ -5,7 +5,13 @@ from __future__ import annotations
 from harness.compare import ComparisonResult, PassRate
 from harness.gate import GateResult
 from harness.report.contents import ReportContents, ReportedRun
-from harness.report.lines import difference_line, errors_line, mcnemar_line, verdict_line
+from harness.report.lines import (
+    difference_line,
+    errors_line,
+    evidence_line,
+    mcnemar_line,
+    verdict_line,
+)
 from harness.report.summary import run_figures
 from harness.store import Store
 
@@ -30,26 +36,32 @@ def render_markdown(store: Store, report: ReportContents) -> str:
 
 
 def _gate(gate: GateResult) -> list[str]:
-    """The decision, the failed rules with their figures, then every rule that passed."""
-    verdict = "✅ **PASS**" if gate.passed else "❌ **FAIL**"
+    """The decision, the failed and undecided rules with their figures, the evidence the gate
+    played, then every rule that passed."""
+    verdict = {
+        "pass": "✅ **PASS**",
+        "fail": "❌ **FAIL**",
+        "undecided": "❔ **UNDECIDED**" + (" (blocks)" if gate.blocks else " (on_undecided: warn)"),
+    }[gate.status]
     out = [
         f"## Gate: {verdict}\n",
         f"Candidate `{gate.candidate_variant}` ({gate.candidate_run}), baseline "
         f"{gate.baseline_run or 'none'}.\n",
         *(f"- {reason}" for reason in gate.reasons),
+        *(f"- ❔ {line}" for line in gate.undecided),
         "",
     ]
     if gate.notes:
         out += ["Runs compared:\n", *(f"- {note}" for note in gate.notes), ""]
-    if gate.comparison is not None:
-        out += [f"Verdict: {verdict_line(gate.comparison)}.\n"]
-    undecided = [rule for rule in gate.rules if rule.status == "undecided"]
-    if undecided:
+    if gate.evidence or gate.unplayed:
         out += [
-            "Rules the evidence could not decide (they do not fail the gate):\n",
-            *(f"- ❔ {rule.detail}" for rule in undecided),
+            "Evidence the gate played before deciding:\n",
+            *(f"- {evidence_line(played)}" for played in gate.evidence),
+            *([f"- {gate.unplayed}"] if gate.unplayed else []),
             "",
         ]
+    if gate.comparison is not None:
+        out += [f"Verdict: {verdict_line(gate.comparison)}.\n"]
     passed = [rule for rule in gate.rules if rule.status == "pass"]
     if passed:
         out += ["Rules that hold:\n", *(f"- ✅ {rule.detail}" for rule in passed), ""]

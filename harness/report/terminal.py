@@ -9,7 +9,13 @@ from rich.table import Table
 from harness.compare import ComparisonResult, PassRate
 from harness.gate import GateResult
 from harness.report.contents import ReportContents
-from harness.report.lines import difference_line, errors_line, mcnemar_line, verdict_line
+from harness.report.lines import (
+    difference_line,
+    errors_line,
+    evidence_line,
+    mcnemar_line,
+    verdict_line,
+)
 from harness.report.summary import RunFigures, run_figures
 from harness.store import Store
 from harness.transcript import Usage
@@ -151,23 +157,34 @@ def print_comparison(result: ComparisonResult, console: Console) -> None:
 
 
 def print_gate(result: GateResult, console: Console) -> None:
-    """The decision, then every rule that failed with its figures (and, when it passed, the
-    rules it checked)."""
+    """The decision first (PASS, FAIL or UNDECIDED, and whether it blocks), then every rule that
+    failed or could not decide with its figures, the evidence the gate played, and, when it
+    passed, the rules it checked."""
     if result.comparison is not None:
         console.print(f"verdict: {verdict_line(result.comparison)}")
     undecided = [rule for rule in result.rules if rule.status == "undecided"]
-    open_rules = f" ({len(undecided)} undecided)" if undecided else ""
-    if result.passed:
-        console.print(f"[bold green]gate: PASS[/bold green]{open_rules}")
-        for rule in result.rules:
-            mark = "[yellow]??[/yellow]" if rule.status == "undecided" else "[green]ok[/green]"
-            console.print(f"  {mark} {escape(rule.detail)}")
-        return
-    console.print(f"[bold red]gate: FAIL[/bold red]{open_rules}")
+    if result.status == "pass":
+        console.print("[bold green]gate: PASS[/bold green]")
+    elif result.status == "fail":
+        more = f" ({len(undecided)} undecided)" if undecided else ""
+        console.print(f"[bold red]gate: FAIL[/bold red]{more}")
+    else:
+        blocks = "it blocks (on_undecided: fail)" if result.blocks else "on_undecided: warn"
+        console.print(
+            f"[bold yellow]gate: UNDECIDED[/bold yellow]: {len(undecided)} rule(s) could not "
+            f"decide even with the evidence the gate could play; {blocks}"
+        )
     for reason in result.reasons:
         console.print(f"  - {escape(reason)}")
     for rule in undecided:
         console.print(f"  [yellow]??[/yellow] {escape(rule.detail)}")
+    for played in result.evidence:
+        console.print(f"  evidence: {escape(evidence_line(played))}")
+    if result.unplayed:
+        console.print(f"  [yellow]evidence {escape(result.unplayed)}[/yellow]")
+    if result.status == "pass":
+        for rule in result.rules:
+            console.print(f"  [green]ok[/green] {escape(rule.detail)}")
 
 
 def print_report(store: Store, report: ReportContents, console: Console) -> None:

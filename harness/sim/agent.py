@@ -14,7 +14,7 @@
       (sync agents) / `await tools.acall(name, **args)` (async agents), which run a tool of the
       environment, record the call in the transcript, and return its JSON result or raise
       `ToolError` with the environment's refusal;
-    * it returns the assistant's reply: a string, or a dict with a `content` key.
+    * it returns the assistant's reply: a string, or a dict whose `content` is a string.
   A sync function runs in a worker thread so that it may block. An exception of your code is
   an agent crash; but once a tool's infrastructure failed (`ToolUnavailable`, `ToolTimeout`),
   the turn ends as an error of the tool side whatever your code does with the exception (lets
@@ -27,6 +27,30 @@
 
 Under every runner, a tool's infrastructure failure (`ToolUnavailable`, of which `ToolTimeout`
 is one) propagates out of `respond`, and the episode ends as an error of the tool side.
+
+What counts against the agent (the one place this is decided; `harness.sim.episode` records it,
+`harness.grading.normative` grades it):
+
+- **The agent's failures** end the episode with `agent_crash` (side `agent`) and are graded as
+  a `fail`, so every pass rate, comparison and gate counts them against the agent
+  (`AgentFailed`):
+    * `python`: the code raised (`the agent crashed: KeyError: 'x'`), or returned something
+      that is not a reply: None, a number, a dict without a string `content`
+      (`the agent returned None, not a reply ...`);
+    * `http`: the service, which is the agent, failed after the retries: a 5xx, any 4xx but
+      429, no connection, no reply within the timeout, a reply that is not a valid completion
+      (`the agent service failed: agent model openai/x: HTTP 500: ...`).
+- **Missing evidence** is an `error` verdict: excluded from pass rates, never counted as a
+  fail, played again by the gate. Of the agent runners (`AgentModelFailed`, side
+  `agent_model`):
+    * `llm`: any failed call of the agent's model after the retries (a rate limit, an outage,
+      a refusal at OpenAI, Anthropic or any provider): the provider failed, not the agent
+      (`the agent's model provider failed: agent model openai/x: HTTP 503: ... after 5
+      attempts`);
+    * `http`: the service still answering 429 (rate limited) after the retries.
+  Elsewhere: a tool's infrastructure (`ToolUnavailable`: side `tool`), the environment, the user
+  simulator and its model, a judge or checker that could not decide, and the harness's own bugs
+  (side `harness`).
 """
 
 from __future__ import annotations
@@ -34,6 +58,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import reprlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -45,7 +70,7 @@ from harness.imports import (
     module_file,
     split_reference,
 )
-from harness.models import ChatModel, CompletionParams, ModelRuntime
+from harness.models import ChatModel, CompletionParams, ModelError, ModelRuntime
 from harness.models.base import unknown_provider
 from harness.models.wire_openai import to_wire_tools
 from harness.registry import Registry
@@ -56,8 +81,19 @@ from harness.specs.validation import suggestion
 from harness.transcript import Message, ToolCall, Usage
 
 
-class AgentCrashed(Exception):
-    """The agent's own code raised: a failure of the agent, not of the harness or a model."""
+class AgentFailed(Exception):
+    """The agent under test failed (see the module's docstring): its episode ends with
+    `agent_crash` and is graded as a `fail`, whose reason is this message."""
+
+
+class AgentCrashed(AgentFailed):
+    """The agent's own code raised: a failure of the agent, not of the harness or a model. Its
+    message is the exception's type and message; the verdict says `the agent crashed: ...`."""
+
+
+class AgentModelFailed(Exception):
+    """The agent's model endpoint failed in a way that says nothing about the agent (see the
+    module's docstring): missing evidence, an `error` of the `agent_model` side."""
 
 
 class AgentRunner(Protocol):
@@ -145,7 +181,10 @@ class LLMAgent:
         system = fill_domain(self.system_prompt, type(env))  # the domain of the task played
         for _ in range(self.variant.parameters.max_tool_steps):
             prompt = [Message(role="system", content=system), *messages]
-            completion = await self.model.complete(prompt, tools, params)
+            try:
+                completion = await self.model.complete(prompt, tools, params)
+            except ModelError as exc:
+                raise AgentModelFailed(f"the agent's model provider failed: {exc}") from exc
             usage.add(completion.usage)
             reply = completion.message
             messages.append(reply)
@@ -257,11 +296,34 @@ class PythonAgent:
             raise tools.failure
         if crashed is not None:
             raise AgentCrashed(f"{type(crashed).__name__}: {crashed}") from crashed
-        content = reply.get("content", "") if isinstance(reply, dict) else reply
-        if not isinstance(content, str):
-            raise TypeError(f"the agent returned {type(reply).__name__}, expected str or dict")
-        messages.append(Message(role="assistant", content=content))
+        messages.append(Message(role="assistant", content=reply_text(reply)))
         return Usage()
+
+
+REPLY = "a str, or a dict whose 'content' is a str"
+
+
+def reply_text(reply: Any) -> str:
+    """The text of what a python agent returned; `AgentFailed` naming it when it is no reply."""
+    if isinstance(reply, str):
+        return reply
+    if isinstance(reply, dict):
+        if isinstance(content := reply.get("content"), str):
+            return content
+        keys = ", ".join(reprlib.repr(key) for key in list(reply)[:8]) or "none"
+        returned = (
+            f"a dict whose 'content' is {_shown(content)}"
+            if "content" in reply
+            else f"a dict without 'content' (keys: {keys})"
+        )
+    else:
+        returned = _shown(reply)
+    raise AgentFailed(f"the agent returned {returned}, not a reply ({REPLY})")
+
+
+def _shown(value: Any) -> str:
+    """A value as a reason names it: its type and a short repr (`int 42`, `None`)."""
+    return "None" if value is None else f"{type(value).__name__} {reprlib.repr(value)}"
 
 
 class HTTPAgent:
@@ -282,7 +344,14 @@ class HTTPAgent:
             for m in messages
             if m.role in ("user", "assistant") and m.content
         ]
-        completion = await self.model.complete(conversation, [], _params(self.variant, seed, trial))
+        try:
+            completion = await self.model.complete(
+                conversation, [], _params(self.variant, seed, trial)
+            )
+        except ModelError as exc:  # after the runtime's retries
+            if exc.status == 429:
+                raise AgentModelFailed(f"the agent service is rate limited: {exc}") from exc
+            raise AgentFailed(f"the agent service failed: {exc}") from exc
         ran = completion.message.tool_calls if self.variant.reports_tool_calls else []
         if ran:
             messages.append(Message(role="assistant", tool_calls=ran))

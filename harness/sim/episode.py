@@ -1,4 +1,8 @@
-"""The turn loop: start conditions, end conditions, limits and errors, ending in a Transcript."""
+"""The turn loop: start conditions, end conditions, limits and errors, ending in a Transcript.
+
+A failure is recorded by the side it belongs to; which failures are the agent's (an
+`agent_crash`, graded as a fail) and which are missing evidence (an `error`) is decided in
+`harness.sim.agent`'s docstring."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from harness.defaults import OUT_OF_SCOPE_SIGNAL, STOP_SIGNAL, TRANSFER_SIGNAL
 from harness.domains import Environment, ToolUnavailable
 from harness.domains.trace_replay import make_environment
 from harness.models import ModelRuntime
-from harness.sim.agent import AgentCrashed, AgentRunner
+from harness.sim.agent import AgentFailed, AgentModelFailed, AgentRunner
 from harness.sim.user import GREETING, UserSimulator
 from harness.specs.persona import Persona
 from harness.specs.task import Task
@@ -35,10 +39,10 @@ SIGNAL_REASONS = {
 
 
 class _SideFailed(Exception):
-    """A failure attributed to one side of the episode."""
+    """A failure attributed to one side of the episode (missing evidence: an `error`)."""
 
-    def __init__(self, side: Side, cause: BaseException):
-        super().__init__(f"{type(cause).__name__}: {cause}")
+    def __init__(self, side: Side, cause: BaseException, named: bool = True):
+        super().__init__(f"{type(cause).__name__}: {cause}" if named else str(cause))
         self.side = side
 
 
@@ -127,10 +131,9 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
                     agent_usage.add(await spec.agent.respond(messages, env, spec.seed, spec.trial))
                 except ToolUnavailable as exc:  # a tool's infrastructure, under every runner
                     raise _SideFailed(Side.TOOL, exc) from exc
-                except AgentCrashed:
-                    raise
-                except Exception as exc:
-                    raise _SideFailed(Side.AGENT, exc) from exc
+                except AgentModelFailed as exc:  # the agent's provider: not the agent's failure
+                    raise _SideFailed(Side.AGENT_MODEL, exc, named=False) from exc
+                # AgentFailed is the agent's failure (below); anything else, the harness's bug
                 turn.output = {
                     "assistant": [
                         m.content
@@ -153,8 +156,8 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
         end = EndReason.TIMEOUT
     except _SideFailed as failed:
         end, error = EndReason.ERROR, EpisodeError(side=failed.side, message=str(failed))
-    except AgentCrashed as crash:
-        end, error = EndReason.AGENT_CRASH, EpisodeError(side=Side.AGENT, message=str(crash))
+    except AgentFailed as failed:  # graded as a fail (`Transcript.agent_failure`)
+        end, error = EndReason.AGENT_CRASH, EpisodeError(side=Side.AGENT, message=str(failed))
     except Exception as exc:  # a bug of the harness itself is still recorded, not raised
         end = EndReason.ERROR
         error = EpisodeError(side=Side.HARNESS, message=f"{type(exc).__name__}: {exc}")

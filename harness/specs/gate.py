@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from harness import defaults
 from harness.specs.base import Spec
+from harness.stats.family import fewest_for_fisher
 
 
 class Budgets(Spec):
@@ -42,9 +43,10 @@ class Gate(Spec):
         ge=0,
         le=1,
         description="Most share of a compared run's episodes (candidate and baseline each) "
-        "without a verdict: error verdicts and ungraded episodes (a pass whose soft check "
-        "could not decide is reported, not counted: soft checks decide nothing). Any error on "
-        "a hard check of a regression-tagged task fails the gate whatever this is.",
+        "still without a verdict after the gate played them again: error verdicts and "
+        "ungraded episodes (a pass whose soft check could not decide is reported, not counted: "
+        "soft checks decide nothing). Within it, what stays missing is read both ways: a rule "
+        "it could change is undecided.",
     )
     min_tasks: int = Field(
         default=5,
@@ -68,20 +70,61 @@ class Gate(Spec):
     regression_tags: list[str] = Field(
         default_factory=lambda: ["regression"],
         description="Tasks with these tags may not regress: each is tested on its own (a "
-        "one-sided Fisher exact test of its trials on both sides, within the gate's alpha). "
-        "With fewer than 3 trials per side one task's regression cannot be significant at "
-        "0.05 and the rule says so.",
+        "one-sided Fisher exact test of its trials on both sides, within the gate's alpha), so "
+        "improvements on other tasks never hide a broken one. A tagged task that declined is "
+        "played again on both sides up to `max_trials` before the gate decides: a task that "
+        "passed every trial and fails every one fails the gate (8 trials a side: p = "
+        "1/12870); at 3 trials a side it could not (p = 1/20 before the other rules' share).",
+    )
+    max_trials: int = Field(
+        default=defaults.GATE_MAX_TRIALS,
+        ge=1,
+        le=100,
+        description="Most trials per task and side the gate may hold when it decides, the "
+        "runs' own included. When a rule cannot decide (a regression-tagged task declined and "
+        "is not yet significant; an episode without evidence; fewer trials on one side), the "
+        "gate plays more trials of just the tasks that need them, on both sides, up to this, "
+        "before it decides once on everything. Playing needs the runs' agents (loaded from the "
+        "stored variant, or given); what is still undecided is UNDECIDED, never a pass.",
+    )
+    on_undecided: Literal["fail", "warn"] = Field(
+        default="fail",
+        description="What an UNDECIDED gate does: `fail` exits 1 and fails its JUnit case, as a "
+        "failed gate does; `warn` exits 0 and says so in its first line and every report.",
     )
     min_judge_kappa: float | None = Field(
         default=None,
         ge=-1,
         le=1,
         description="When set, llm_judge verdicts count only from a judge whose newest "
-        "calibration against human feedback (`harness judge calibrate --results-store`) has "
-        "Cohen's kappa at least this: a compared run graded by hard llm_judge checks of an "
-        "uncalibrated judge, or one below it, fails the gate ('judge agreement'). A condition "
-        "on the instrument, not a test of the candidate: it spends none of the gate's alpha.",
+        "calibration against human feedback (`harness judge calibrate --results-store`) holds "
+        "at least `min_judge_sessions` labelled sessions and whose Cohen's kappa's 95% interval "
+        "has its lower end at least this: a compared run graded by hard llm_judge checks of an "
+        "uncalibrated judge, one calibrated on too few sessions, or one whose interval reaches "
+        "below it fails the gate ('judge agreement'). The lower end is a one-sided 97.5% bound, "
+        "so a judge whose true kappa is below the floor rarely passes, whatever the number of "
+        "sessions (bench/judge_calibration.py). A condition on the instrument, not a test of "
+        "the candidate: it spends none of the gate's alpha.",
+    )
+    min_judge_sessions: int = Field(
+        default=defaults.MIN_JUDGE_SESSIONS,
+        ge=1,
+        description="Fewest labelled sessions a judge's calibration must hold for "
+        "`min_judge_kappa` to be checked on it; fewer is a failed 'judge agreement' rule.",
     )
     budgets: Budgets = Field(default_factory=Budgets, description="Cost and latency budgets.")
     junit: str | None = Field(default=None, description="Where to write JUnit XML.")
     markdown: str | None = Field(default=None, description="Where to write the Markdown summary.")
+
+    @model_validator(mode="after")
+    def _trials_can_show_a_break(self) -> Gate:
+        """A budget of trials under which no regression task could ever fail is a gate that
+        certifies every regression: refused where it is written."""
+        fewest = fewest_for_fisher(self.alpha)
+        if self.max_trials < fewest:
+            raise ValueError(
+                f"max_trials {self.max_trials} can never show a regression task's break at alpha "
+                f"{self.alpha:g} (a task passing every trial, then failing every one, needs "
+                f"{fewest} trials a side); use at least {fewest}"
+            )
+        return self

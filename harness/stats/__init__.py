@@ -20,8 +20,8 @@ from harness.stats.family import (
     NullLevels,
     adjusted_p_values,
     at_most,
-    combined_decline,
     fewest_for_fisher,
+    fisher_decline,
 )
 from harness.stats.paired import (
     ClusteredDifference,
@@ -64,9 +64,9 @@ __all__ = [
     "at_most",
     "binomial_cdf",
     "clustered_difference",
-    "combined_decline",
     "expanded_confidence",
     "fewest_for_fisher",
+    "fisher_decline",
     "lattice_scale",
     "mcnemar_exact",
     "minimum_detectable_effect",

@@ -55,47 +55,29 @@ def adjusted_p_values(tests: Sequence[tuple[float, NullLevels]]) -> list[float]:
     return [min(1.0, sum(null.at(p) for _, null in tests)) for p, _ in tests]
 
 
-SCORE_STEP = 0.01  # the grid of -log p of `combined_decline`: the statistic is exact on it
-
-
-def combined_decline(tables: Sequence[tuple[int, int, int, int]]) -> tuple[float, NullLevels]:
-    """One-sided exact test that the candidate declined on some of several tasks, each table
-    (baseline passes, baseline trials, candidate passes, candidate trials). Each task's
-    one-sided Fisher exact p-value (given the task's passes over both sides, the candidate's
-    share is hypergeometric when both sides have the same probability on the task: trials
-    exchangeable between the runs) is combined by Fisher's method, sum of -log p (on a grid of
-    `SCORE_STEP`), and the sum's null distribution is the exact convolution of the tasks'. So
-    a task that broke completely counts more than several that slipped by a trial, a fixed
-    task (p = 1) cannot hide a broken one, and a task that passed or failed every trial on both
-    sides adds nothing. For one task it is Fisher's exact one-sided test."""
-    import numpy as np
-
-    dist, observed = np.ones(1), 0
-    for base_passed, base_trials, cand_passed, cand_trials in tables:
-        total, passes = base_trials + cand_trials, base_passed + cand_passed
-        lowest, highest = max(0, passes - base_trials), min(passes, cand_trials)
-        if lowest == highest:
-            continue  # every split is the same: no evidence either way
-        ways = comb(total, cand_trials)
-        masses = [
-            comb(passes, k) * comb(total - passes, cand_trials - k) / ways
-            for k in range(lowest, highest + 1)
-        ]
-        tails = np.minimum(1.0, np.cumsum(masses))  # Fisher's p-value at each split
-        scores = np.rint(-np.log(tails) / SCORE_STEP).astype(int)
-        moved = np.zeros(len(dist) + int(scores.max()))
-        for score, mass in zip(scores, masses, strict=True):
-            moved[score : score + len(dist)] += mass * dist
-        dist = moved
-        observed += int(scores[cand_passed - lowest])
-    at_least = np.minimum(1.0, np.cumsum(dist[::-1])[::-1])  # P(sum >= s) for every s
-    possible = at_least[dist > 0]
-    return float(at_least[observed]), NullLevels(levels=tuple(sorted(set(possible.tolist()))))
+def fisher_decline(
+    base_passed: int, base_trials: int, cand_passed: int, cand_trials: int
+) -> tuple[float, NullLevels]:
+    """One-sided Fisher exact test that the candidate passes a task less often than the
+    baseline, and the p-values it can attain. Given the task's passes over both sides, the
+    candidate's share is hypergeometric when both sides have the same chance on the task (its
+    trials exchangeable between the runs); the p-value is the chance of the candidate passing
+    at most as often as it did. A task that passed (or failed) every trial on both sides
+    attains nothing below 1, so it takes no share of the family's alpha."""
+    total, passes = base_trials + cand_trials, base_passed + cand_passed
+    lowest, highest = max(0, passes - base_trials), min(passes, cand_trials)
+    ways = comb(total, cand_trials)
+    levels, reached = [], 0.0
+    for k in range(lowest, highest + 1):
+        reached += comb(passes, k) * comb(total - passes, cand_trials - k) / ways
+        levels.append(min(1.0, reached))
+    levels[-1] = 1.0  # the whole distribution: exactly 1, whatever the rounding
+    return levels[cand_passed - lowest], NullLevels(levels=tuple(levels))
 
 
 def fewest_for_fisher(alpha: float, limit: int = 50) -> int:
     """The fewest trials per side at which one task going from every trial passing to every
-    trial failing reaches `alpha` in Fisher's test (3 at 0.05: 1/20)."""
+    trial failing reaches `alpha` in Fisher's test (3 at 0.05: 1/20; 1/C(2n, n) at n)."""
     for trials in range(1, limit + 1):
         if at_most(1 / comb(2 * trials, trials), alpha):
             return trials

@@ -10,7 +10,15 @@ from math import gcd, sqrt
 from typing import TYPE_CHECKING
 
 from harness.stats.family import at_most
-from harness.stats.rates import Outcomes, _bootstrap_mean, _check_confidence, _task_means
+from harness.stats.rates import (
+    Outcomes,
+    _bootstrap_mean,
+    _check_confidence,
+    _score_interval,
+    _t_quantile,
+    _task_means,
+    missed_share_interval,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -110,10 +118,16 @@ class SignFlip:
     exact: bool  # every sign pattern counted (else random patterns)
 
 
+CLUSTERED_SPREAD = "score interval at the task-clustered effective size over the tasks' range"
+MISSED_SHARE = "the share of tasks a sample of this size can miss"
+WIDENED_SPREAD = f"{CLUSTERED_SPREAD}; widened to {MISSED_SHARE}"
+
+
 @dataclass(frozen=True, slots=True)
 class ClusteredDifference:
     """b minus a with the task as the unit: the mean of per-task rate differences, its
-    cluster-robust standard error, a paired cluster-bootstrap interval and sign-flip p-values."""
+    cluster-robust standard error, an interval over tasks (`difference_interval`) and
+    sign-flip p-values."""
 
     tasks: int
     difference: float
@@ -123,6 +137,7 @@ class ClusteredDifference:
     test: SignFlip
     better: int  # tasks whose rate is higher in b
     worse: int  # tasks whose rate is lower in b
+    method: str = MISSED_SHARE  # which bound made the interval, in words a report can print
 
 
 def lattice_scale(outcomes: Iterable[Sequence[bool | float]]) -> int:
@@ -191,14 +206,48 @@ def expanded_confidence(confidence: float, n: int) -> float:
     return min(0.999, 1 - 2 * float(ndtr(-quantile)))
 
 
-def clustered_difference(
-    a: Outcomes, b: Outcomes, confidence: float = 0.95, resamples: int = 10_000, seed: int = 0
-) -> ClusteredDifference:
+def difference_interval(
+    differences: np.ndarray, confidence: float = 0.95
+) -> tuple[float, float, str]:
+    """The interval of the population's mean of per-task differences (each in [-1, 1]) from a
+    sample of tasks: (low, high, method), the union of two intervals.
+
+    The spread of the tasks seen: the score (Wilson) interval on the range the differences
+    span, at the effective size n / D, with D = s^2 / ((mean - min)(max - mean)) the variance
+    of the differences over the largest variance values on that range can have at that mean
+    (kept at most 1: never fewer than n tasks), and Student's t on tasks - 1 degrees of
+    freedom. Where every task either kept its rate or broke completely (the differences two
+    values, 0 and -1) it is Wilson's interval over tasks, which the lopsided spread of a few
+    breaks needs; where the differences spread, about the t interval.
+    The tasks not seen: `missed_share_interval` over [-1, 1]. A sample of n tasks misses a
+    share of up to 1 - 0.025^(1/n) of the population entirely (46% of 6 tasks, 17% of 20),
+    which could all have broken: 6 tasks none of which changed give -46% to +46%, never a
+    zero-width interval. The method says whether the missed share widened the interval.
+    No tasks: (-1, 1)."""
+    n = len(differences)
+    if n == 0:
+        return -1.0, 1.0, MISSED_SHARE
+    mean = float(differences.mean())
+    low, high = missed_share_interval(mean, n, confidence, -1.0, 1.0)
+    bottom, top = float(differences.min()), float(differences.max())
+    if n < 2 or top - bottom < 1e-12:
+        return low, high, MISSED_SHARE  # no spread: nothing but the missed share
+    room = (mean - bottom) * (top - mean)
+    variance = float(differences.var(ddof=1))
+    effective = n if room <= 0 else max(float(n), n * room / variance)
+    critical = _t_quantile(0.5 + confidence / 2, n - 1)
+    found = _score_interval((mean - bottom) / (top - bottom), effective, critical)
+    spread = (bottom + (top - bottom) * found.low, bottom + (top - bottom) * found.high)
+    method = CLUSTERED_SPREAD if spread[0] <= low and spread[1] >= high else WIDENED_SPREAD
+    return min(spread[0], low), max(spread[1], high), method
+
+
+def clustered_difference(a: Outcomes, b: Outcomes, confidence: float = 0.95) -> ClusteredDifference:
     """b minus a on the same tasks, the task as the unit (Miller 2024, "Adding Error Bars to
     Evals"): per-task rates, their mean difference, the cluster-robust standard error
-    sd(differences) / sqrt(tasks), an expanded percentile bootstrap over tasks
-    (`expanded_confidence`) and `sign_flip_test`.
-    Repeating trials sharpens each task's rate but adds no tasks. No tasks: (0, 0, -1, 1, p = 1).
+    sd(differences) / sqrt(tasks), `difference_interval` (analytic and deterministic) and
+    `sign_flip_test`. Repeating trials sharpens each task's rate but adds no tasks.
+    No tasks: (0, 0, -1, 1, p = 1).
     """
     _check_confidence(confidence)
     if not a and not b:
@@ -206,13 +255,10 @@ def clustered_difference(
     d = task_differences(a, b)
     difference = float(d.mean())
     se = float(d.std(ddof=1)) / sqrt(len(d)) if len(d) > 1 else 0.0
-    low = high = difference
-    if len(d) > 1:
-        expanded = expanded_confidence(confidence, len(d))
-        low, high, _ = _bootstrap_mean(d, expanded, resamples, seed)
+    low, high, method = difference_interval(d, confidence)
     test = sign_flip_test(d, lattice_scale([*a.values(), *b.values()]))
     better, worse = int((d > 1e-12).sum()), int((d < -1e-12).sum())
-    return ClusteredDifference(len(d), difference, se, low, high, test, better, worse)
+    return ClusteredDifference(len(d), difference, se, low, high, test, better, worse, method)
 
 
 def minimum_detectable_effect(

@@ -509,13 +509,19 @@ class Store(ClimbRecords):
 
     def judge_calibration(self, judge: str) -> dict[str, Any] | None:
         """The newest calibration of a judge (by its key): at, source, judged, kappa,
-        accuracy; None when it was never calibrated."""
+        accuracy, and its confusion `table` (from its report, which every calibration kept:
+        intervals are computed from it, so that a calibration stored before they existed reads
+        the same); None when it was never calibrated."""
         row = self.db.execute(
-            "SELECT at, source, judged, kappa, accuracy FROM judge_calibrations"
+            "SELECT at, source, judged, kappa, accuracy, report FROM judge_calibrations"
             " WHERE judge = ? ORDER BY id DESC LIMIT 1",
             (judge,),
         ).fetchone()
-        return dict(row) if row else None
+        if not row:
+            return None
+        found = dict(row)
+        found["table"] = json.loads(found.pop("report")).get("table")
+        return found
 
     def gate_history(self) -> list[dict[str, Any]]:
         rows = self.db.execute(

@@ -1,6 +1,9 @@
 """`no_error`: the episode finished without a given error at a given tool, and without the agent
-crashing. Tasks made from production failures use it to state the correct behaviour without
-asserting the call that failed: "no KeyError at issue_refund this time"."""
+failing (crashing, returning no reply, its service failing). Tasks made from production failures
+use it to state the correct behaviour without asserting the call that failed: "no KeyError at
+issue_refund this time". An episode that ended in missing evidence (its error: a tool's
+infrastructure, the agent's model provider, the user simulator) is not the agent's failure: its
+verdict is an `error` whatever this check finds."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from pydantic import Field, model_validator
 from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Finding
 from harness.specs.checks import CheckBase, References
-from harness.transcript import EndReason, Side, Transcript
+from harness.transcript import Transcript
 
 
 class NoErrorCheck(CheckBase):
@@ -30,8 +33,8 @@ class NoErrorCheck(CheckBase):
     )
     crash: bool = Field(
         default=True,
-        description="Also fail when the agent's own code raised (end reason agent_crash) or the "
-        "episode ended in an error of the agent's side.",
+        description="Also fail when the agent failed (end reason agent_crash): its own code "
+        "raised, it returned no reply, or its service failed.",
     )
 
     @model_validator(mode="after")
@@ -46,11 +49,8 @@ class NoErrorCheck(CheckBase):
 
 @register_check(NoErrorCheck)
 def check_no_error(spec: NoErrorCheck, transcript: Transcript, context: CheckContext) -> Finding:
-    if spec.crash:
-        agent_failed = transcript.error is not None and transcript.error.side == Side.AGENT
-        if transcript.end_reason == EndReason.AGENT_CRASH or agent_failed:
-            message = transcript.error.message if transcript.error else "no detail"
-            return Finding("fail", f"the agent crashed: {message}")
+    if spec.crash and (failure := transcript.agent_failure()) is not None:
+        return Finding("fail", failure)
     names = re.compile(rf"\b{re.escape(spec.error)}\b") if spec.error else None
     for message in transcript.messages if spec.tool or spec.error else []:
         if message.role != "tool" or not message.is_error:

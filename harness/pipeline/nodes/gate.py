@@ -1,5 +1,6 @@
 """`gate`: apply the regression gate to a candidate (last need) against a baseline (first need
-when two are given, otherwise the stored baseline of the candidate's suite, if any)."""
+when two are given, otherwise the stored baseline of the candidate's suite, if any), after
+playing the evidence it needs with the two runs' variants (`harness.api.gate`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Any
 
 from pydantic import Field
 
+from harness.api.gate import gate_async
 from harness.defaults import GATE_CONFIG
-from harness.gate import gate_run, load_gate_config
+from harness.gate import load_gate_config
 from harness.gate.suites import baseline_for
 from harness.pipeline.nodes import NodeContext, NodeKind, file_digest, register
 from harness.pipeline.types import GateDecision, Graded
@@ -24,6 +26,12 @@ class GateParams(Spec):
         description="Compare with a baseline of another suite (task ids and contents) on the "
         "tasks both played; otherwise runs of different suites are refused.",
     )
+    play: bool = Field(
+        default=True,
+        description="Play the evidence the gate needs before deciding (more trials of declined "
+        "regression tasks, replays of episodes without evidence), up to the gate file's "
+        "`max_trials`; false: decide on the runs as they are, UNDECIDED where they cannot.",
+    )
 
 
 async def run(params: GateParams, inputs: list[Any], ctx: NodeContext) -> GateDecision:
@@ -36,14 +44,15 @@ async def run(params: GateParams, inputs: list[Any], ctx: NodeContext) -> GateDe
         assert info is not None  # the candidate's node stored it
         baseline_run, note = baseline_for(ctx.store, info, params.allow_suite_change)
         notes = [note]
-    result = gate_run(
-        ctx.store,
+    result = await gate_async(
+        ctx.engine,
         config,
         candidate.run_id,
         baseline_run,
         candidate.cases,
-        params.allow_suite_change,
-        notes,
+        allow_suite_change=params.allow_suite_change,
+        notes=notes,
+        play=params.play,
     )
     return GateDecision(candidate=candidate, result=result)
 

@@ -11,6 +11,8 @@ from datetime import date, datetime, timedelta
 from pydantic import BaseModel, Field
 
 from harness.compare import pass_rate
+from harness.gate.evidence import is_evidence
+from harness.gate.history import decision_status
 from harness.report.html.charts import Chart, Frame, Line, Mark, color
 from harness.store import Store
 
@@ -47,8 +49,14 @@ class GateDecision(BaseModel):
     baseline_run: str | None = Field(description="The run it was compared with.")
     variant: str = Field(description="The candidate's variant.")
     passed: bool = Field(description="Whether the gate passed.")
+    status: str = Field(
+        default="pass",
+        description="pass, fail, or undecided (no rule failed, one could not decide).",
+    )
     pass_rate: float = Field(description="The candidate's pass rate.")
-    reasons: list[str] = Field(description="Why it failed (the rules it broke).")
+    reasons: list[str] = Field(
+        description="Why it did not pass (the rules it broke or left undecided)."
+    )
 
 
 class Trends(BaseModel):
@@ -78,6 +86,8 @@ def week_rates(store: Store) -> list[WeekRate]:
     """Every stored run pooled by its variant and the week it was created."""
     pools: dict[tuple[str, str], _Pool] = defaultdict(_Pool)
     for info in store.runs():
+        if is_evidence(info):
+            continue  # a gate's extra trials of a few tasks: not a run of the suite
         pool = pools[(iso_week(datetime.fromisoformat(info.created_at).date()), info.variant)]
         pool.runs += 1
         for row in store.episode_rows(info.id):
@@ -115,6 +125,7 @@ def gate_decisions(store: Store) -> list[GateDecision]:
             baseline_run=row["baseline_run"],
             variant=row["variant"],
             passed=bool(row["passed"]),
+            status=decision_status(row),
             pass_rate=row["pass_rate"],
             reasons=json.loads(row["reasons"]),
         )
@@ -209,7 +220,7 @@ def gate_chart(decisions: list[GateDecision], weeks: list[str]) -> Chart:
         spread = frame.step * 0.5
         for j, d in enumerate(members):
             offset = spread * ((j + 0.5) / len(members) - 0.5)
-            verdict = "pass" if d.passed else "fail"
+            verdict = d.status
             why = f": {'; '.join(d.reasons)}" if d.reasons else ""
             chart.dots.append(
                 Mark(
