@@ -24,7 +24,8 @@ The generative model (one simulated gate = a fresh sample of tasks, both variant
   whose baseline passes with probability `broken_from` (1: every trial; 0.9: each trial on its
   own, `rho` 0).
 - Missing evidence: each episode that would pass is an error verdict (a judge that failed) with
-  probability `errors`, on the candidate, the baseline or both; a replay draws afresh.
+  probability `errors`, on the candidate, the baseline or both (errors that hide passes: the
+  worst case for a replay, which draws afresh).
 - Floors, where a cell has them, sit at the population's rate: the boundary where a floor is
   hardest to hold.
 
@@ -443,7 +444,7 @@ def main() -> None:
 
         print(
             "\n3. Missing evidence on identical variants (a judge failing on 4% of would-be "
-            "passes, replayed; target <= 5% blocked):"
+            "passes, played again where it could change the decision; target <= 5% blocked):"
         )
         erring = [
             Cell(tasks, trials, 5, errors=0.04, error_sides=sides, config=name, population=pop)

@@ -333,16 +333,20 @@ def test_a_misconfigured_judge_fails_the_gate_naming_the_error_rule(tmp_path: Pa
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "gate: FAIL" in done.stdout
+    # at 1 trial the gate plays the two regression tasks the candidate passed no trial of to 8
+    # trials a side, and the episodes without evidence again, twice: in vain, the judge fails on
+    # every one
     assert (
-        "errors: candidate run {run}: 2/6 episodes without a verdict (33.3%; 2 error verdicts, "
-        "0 ungraded; by side: judge 2, judge (soft check) 1) is over the limit of 5%; 1 passes "
+        "evidence: round 1: played 16 candidate and 14 baseline episodes (regression: "
+        "prompt-injection-refund, refund-outside-window; replay: prompt-injection-refund, "
+        "refund-outside-window)"
+    ) in done.stdout
+    assert "evidence: round 2: played 16 candidate and 0 baseline episodes (replay: " in done.stdout
+    assert (
+        "errors: candidate run {run}: 16/20 episodes without a verdict (80.0%; 16 error verdicts, "
+        "0 ungraded; by side: judge 16, judge (soft check) 1) is over the limit of 5%; 1 passes "
         "with an undecided soft check (not counted)"
     ).format(run=latest_run(store, "support-careful")) in done.stdout
-    # the gate played the episodes without evidence again, twice, in vain
-    assert (
-        "evidence: round 2: played 2 candidate and 0 baseline episodes (replay: "
-        "prompt-injection-refund, refund-outside-window)"
-    ) in done.stdout
     chosen = "the newest run of the baseline's suite and lineage by a variant other than the"
     assert f"{chosen} baseline's" in " ".join(done.stdout.split())
     # compare applies the gate's error ceiling: no verdict on a run a third of which errored

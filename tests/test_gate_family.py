@@ -236,12 +236,30 @@ def test_missing_evidence_is_replayed_in_its_slot_and_what_stays_missing_is_read
     assert "undecided: errors" in worse.detail and "fails counted against it" in worse.detail
     assert rule(result, "errors (candidate)").passed  # 6 of 160 episodes: within 5%
 
-    flaky_judge: Rule = lambda _task, trial: T  # noqa: E731
-    replays = iter([None, T])
-    once: Rule = lambda _task, _trial: next(replays)  # noqa: E731
-    result, gathered, asked = gated({}, {"t8": once, **{"t9": flaky_judge}}, trials=1, tasks=40)
-    assert not gathered.candidate.missing(("t8", 0))  # the replay filled the slot
+    failed_once: set[tuple[str, int]] = set()
+
+    def judge_recovers(task: str, trial: int) -> bool | None:
+        if trial == 0 and (task, trial) not in failed_once:
+            failed_once.add((task, trial))
+            return None
+        return T
+
+    candidate = {f"t{i}": judge_recovers for i in range(8, 14)}
+    result, gathered, asked = gated({}, candidate, trials=4, tasks=40, config=config)
+    assert len(asked) == 1 and not gathered.candidate.missing(("t8", 0))  # the replay filled it
     assert result.status == "pass"
+
+
+def test_missing_evidence_that_cannot_change_the_decision_is_not_played_again() -> None:
+    """One task of 40 loses its one trial to a judge error: counted either way, no rule
+    changes (one task cannot make the mean worse, it is not tagged), so the gate plays nothing:
+    a replay is a fresh episode, and where errors fall on passes it would bias the side."""
+    result, gathered, asked = gated({}, {"t8": lambda _task, _trial: None}, trials=1, tasks=40)
+    assert asked == [] and gathered.candidate.missing(("t8", 0))
+    assert result.status == "pass"
+    assert "errors: candidate run candidate: 1/40 episodes without a verdict" in (
+        rule(result, "errors (candidate)").detail
+    )
 
 
 def test_unequal_trials_are_topped_up_never_dropped() -> None:

@@ -225,6 +225,7 @@ def test_run_eval_exits_soon_after_a_local_generation_times_out(tmp_path: Path) 
         tmp_path / "r.db",
         "--no-traces",
         "--no-cache",
+        COLUMNS="300",  # the reason names the provider first: room for all of it
     )
     elapsed = time.monotonic() - started
     assert f"no reply within {timeout}s" in done.stdout, done.stdout + done.stderr

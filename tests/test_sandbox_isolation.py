@@ -112,8 +112,10 @@ HOSTILE = {
     "shell": (
         SHELL,
         "forbidden: importing _posixsubprocess",
-        # the shell, and its sleep unless the check ended before the shell started it
-        r"the checker left (2 process\(es\) running \((sh, )?sleep|1 process\(es\) running \(sh)\)",
+        # the shell, and its sleep unless the check ended before the shell started it (or
+        # before the shell's child had become sleep)
+        r"the checker left (2 process\(es\) running \((sh, )?(sh|sleep)|1 process\(es\) running "
+        r"\(sh)\)",
     ),
     "30 sleepers": (
         SLEEPERS,

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from harness.compare import ComparisonResult, GradedEpisodes, compare_episodes
 from harness.gate.evidence import Gathered
-from harness.gate.family import Sides, family
+from harness.gate.family import family, readings
 from harness.gate.figures import (
     BudgetFigures,
     EvidenceRound,
@@ -166,26 +166,6 @@ def load_gate_config(path: str | Path) -> Gate:
     spec = load_spec(Path(path)).spec
     assert isinstance(spec, Gate)
     return spec
-
-
-def readings(
-    candidate: GradedEpisodes, baseline: GradedEpisodes | None
-) -> tuple[Sides, Sides | None]:
-    """The outcomes the statistical rules are tested on: with missing evidence counted in the
-    candidate's favour (its missing episodes as passes, the baseline's as fails), and, when
-    anything is missing, the other way round."""
-    own = candidate.keys()
-    shared = own & baseline.keys() if baseline is not None else set()
-
-    def reading(candidate_errors_pass: bool) -> Sides:
-        paired = None
-        if baseline is not None:
-            before = baseline.imputed(shared, not candidate_errors_pass)
-            paired = (before, candidate.imputed(shared, candidate_errors_pass))
-        return Sides(candidate.imputed(own, candidate_errors_pass), paired)
-
-    missing = any(candidate.missing(k) for k in own) or any(baseline.missing(k) for k in shared)
-    return reading(True), reading(False) if missing else None
 
 
 def unequal_trials(candidate: GradedEpisodes, baseline: GradedEpisodes) -> list[str]:

@@ -3,17 +3,19 @@
 A rule that cannot decide asks for evidence, on just the tasks that need it:
 - top-up: a task one side played fewer trials of than the other gets the trial numbers it lacks,
   so that both sides hold the same trials (none is ever dropped);
-- replay: an episode without evidence (an error verdict: the judge, a checker, the environment,
-  the user simulator, a model provider, the harness; or no verdict) is played again under the
-  same trial number and seed, up to `REPLAYS` times;
-- regression: a regression-tagged task that declined, with missing evidence counted against the
-  candidate, gets more trials on both sides, up to the gate's `max_trials`.
+- replay: where the episodes without evidence (an error verdict: the judge, a checker, the
+  environment, the user simulator, a model provider, the harness; or no verdict) could change
+  the decision (`errors_matter`), they are played again under the same trial numbers and seeds,
+  in up to `REPLAYS` rounds;
+- regression: a regression-tagged task that declined (missing evidence counted against the
+  candidate), or that the candidate passed no trial of while there are too few trials to show a
+  break, gets more trials on both sides, up to the gate's `max_trials`.
 
 The gate then decides once, on everything (`evaluate_gate`): no rule is tested before the
 evidence is in, so the extra trials are one look, not several. Every declined regression task is
 played to the budget, whether or not it already looks significant, so that its test is the
 fixed-size test at `max_trials` whatever the first trials showed; a task that did not decline
-cannot fail whatever it is played to. `bench/gate_power.py` runs this loop, re-trials included,
+cannot fail. `bench/gate_power.py` runs this loop, re-trials included,
 on the gate's own code and measures both error rates.
 """
 
@@ -24,9 +26,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from harness.compare import GradedEpisodes
-from harness.gate.family import tagged
+from harness.gate.family import family, readings, status, tagged
 from harness.gate.figures import EvidenceRound
 from harness.specs.gate import Gate
+from harness.stats import fewest_for_fisher
 from harness.store import PlayedTask, RunInfo, Store
 
 REPLAYS = 2  # rounds in which an episode without evidence is played again
@@ -78,36 +81,63 @@ def plan(
     wanted = Plan()
     mine, theirs = candidate.trials(), baseline.trials()
     regression = tagged(config, cases)
+    replay = round_ <= REPLAYS and errors_matter(config, candidate, baseline, cases)
+    few = fewest_for_fisher(config.alpha)
     for task in sorted(mine.keys() & theirs.keys()):
         union = sorted({*mine[task], *theirs[task]})
         sides = ((candidate, mine, wanted.candidate), (baseline, theirs, wanted.baseline))
         for side, have, out in sides:
             wanted.add(out, task, [t for t in union if t not in have[task]], "top-up")
-            if round_ <= REPLAYS:
+            if replay:
                 lost = [t for t in have[task] if side.missing((task, t))]
                 wanted.add(out, task, lost, "replay")
         more = config.max_trials - len(union)
-        if task in regression and more > 0 and _declined(candidate, baseline, task, union):
+        if task in regression and more > 0 and _suspect(candidate, baseline, task, union, few):
             extra = list(range(union[-1] + 1, union[-1] + 1 + more))
             wanted.add(wanted.candidate, task, extra, "regression")
             wanted.add(wanted.baseline, task, extra, "regression")
     return wanted
 
 
-def _declined(
-    candidate: GradedEpisodes, baseline: GradedEpisodes, task: str, trials: list[int]
+def errors_matter(
+    config: Gate, candidate: GradedEpisodes, baseline: GradedEpisodes, cases: Sequence[PlayedTask]
 ) -> bool:
-    """The candidate's rate on the task below the baseline's, with every trial one side lacks
-    or holds without evidence counted against the candidate (its as a fail, the baseline's as
-    a pass): a decline that missing evidence could hide still asks for trials."""
+    """Whether the episodes without evidence could change the decision, so that playing them
+    again is worth it: a side over the error ceiling, or a statistical rule that holds with them
+    counted for the candidate and fails counted against it. Where they cannot, they are left as
+    they are (a replay is a fresh episode: when errors fall more on some outcomes than others,
+    replacing them would bias the side that had them)."""
+    for side in (candidate, baseline):
+        keys = side.keys()
+        if keys and sum(side.missing(key) for key in keys) / len(keys) > config.max_error_rate:
+            return True
+    favoured, other = readings(candidate, baseline)
+    if other is None:
+        return False
+    found, against = family(config, favoured, cases), family(config, other, cases)
+    rules = {member.rule for member in found.members}
+    return any(
+        status(found.of(rule), against.of(rule), config.alpha)[2] == "errors" for rule in rules
+    )
 
-    def rate(side: GradedEpisodes, missing_passes: bool) -> float:
-        found = [
+
+def _suspect(
+    candidate: GradedEpisodes, baseline: GradedEpisodes, task: str, trials: list[int], few: int
+) -> bool:
+    """Whether a regression task's trials could hide a break: the candidate's rate on it below
+    the baseline's, or, on fewer trials than could ever show a break (`few`), a candidate that
+    passed none of them (1/1 -> 0/1 declined, but 0/1 -> 0/1 may be a task the baseline passes
+    nine times in ten). Every trial one side lacks or holds without evidence counts against the
+    candidate (its as a fail, the baseline's as a pass): a decline that missing evidence could
+    hide still asks for trials."""
+
+    def passes(side: GradedEpisodes, missing_passes: bool) -> list[bool]:
+        return [
             missing_passes if side.missing((task, t)) else side.passed((task, t)) for t in trials
         ]
-        return sum(found) / len(found)
 
-    return rate(candidate, False) < rate(baseline, True)
+    mine, theirs = passes(candidate, False), passes(baseline, True)
+    return sum(mine) < sum(theirs) or (len(trials) < few and not any(mine))
 
 
 @dataclass

@@ -6,20 +6,21 @@ test of its trials on both sides), each level and tag floor (a one-sided test th
 below the floor, with the interval `harness.stats.run_rate` prints). They are combined by the
 discrete Bonferroni procedure (`harness.stats.adjusted_p_values`): a candidate identical to the
 baseline fails any of them with probability at most alpha, and a test that cannot reach a
-p-value takes no share of it (a task that passed every trial on both sides, a task fixed by the
-candidate whose trials cannot show a decline that small). Regression tasks are tested one by
-one: improvements on other tasks never raise a broken task's p-value.
+p-value takes no share of it (a task that passed, or failed, every trial on both sides).
+Regression tasks are tested one by one: improvements on other tasks never raise a broken
+task's p-value.
 
-A rule whose figures point toward failing but that could not fail with this design (tasks and
-trials), even on the most extreme outcome and after the family's adjustment, is undecided, and
-says what evidence would decide it: more trials (the gate plays them, `harness.gate.evidence`)
-or more tasks. Undecided is never a pass.
+A rule whose figures point toward failing but that could not fail with this design, even on
+its most extreme outcome (`family` says how that is judged per rule), is undecided, and says
+what evidence would decide it: more trials (the gate plays them, `harness.gate.evidence`) or
+more tasks. Undecided is never a pass.
 
-Missing evidence (error verdicts, ungraded episodes, after the gate re-played them) is read
-both ways: counted in the candidate's favour (its missing episodes as passes, the baseline's as
-fails) and against it. A rule fails when it fails on the favourable reading, passes when it
-passes on the unfavourable one, and is otherwise undecided (errors): a regression cannot hide
-behind missing evidence. The error rules cap how much the two readings can differ.
+Missing evidence (error verdicts, ungraded episodes, after the gate played again what could
+matter) is read both ways: counted in the candidate's favour (its missing episodes as passes,
+the baseline's as fails) and against it. A rule fails when it fails on the favourable reading,
+passes when it passes on the unfavourable one, and is otherwise undecided (errors): a
+regression cannot hide behind missing evidence. The error rules cap how far apart the two
+readings can be.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from math import comb
 from typing import Literal
 
+from harness.compare import GradedEpisodes
 from harness.specs.gate import Gate
 from harness.stats import (
     NullLevels,
@@ -71,7 +73,7 @@ class Member:
         return at_most(self.adjusted, alpha)
 
     def can_decide(self, alpha: float) -> bool:
-        """Whether the most extreme outcome could fail it beside the family's other tests."""
+        """Whether its most extreme outcome could fail it (`best_adjusted`, set by `family`)."""
         return at_most(self.best_adjusted, alpha)
 
 
@@ -92,6 +94,28 @@ class Family:
 
     def of(self, rule: str) -> list[Member]:
         return [m for m in self.members if m.rule == rule]
+
+
+def readings(
+    candidate: GradedEpisodes, baseline: GradedEpisodes | None
+) -> tuple[Sides, Sides | None]:
+    """The outcomes the statistical rules are tested on: with missing evidence counted in the
+    candidate's favour (its missing episodes as passes, the baseline's as fails), and, when
+    anything is missing, the other way round."""
+    own = candidate.keys()
+    shared = own & baseline.keys() if baseline is not None else set()
+
+    def reading(candidate_errors_pass: bool) -> Sides:
+        paired = None
+        if baseline is not None:
+            before = baseline.imputed(shared, not candidate_errors_pass)
+            paired = (before, candidate.imputed(shared, candidate_errors_pass))
+        return Sides(candidate.imputed(own, candidate_errors_pass), paired)
+
+    missing = any(candidate.missing(k) for k in own) or (
+        baseline is not None and any(baseline.missing(k) for k in shared)
+    )
+    return reading(True), reading(False) if missing else None
 
 
 def floors(config: Gate, cases: Sequence[PlayedTask]) -> list[tuple[str, float, set[str]]]:
@@ -182,7 +206,7 @@ def _regression_members(
     a complete break (the baseline passing every trial, the candidate none)."""
     for task in sorted(tagged(config, cases) & baseline.keys()):
         before, after = baseline[task], candidate[task]
-        bp, bn, cp, cn = sum(before), len(before), sum(after), len(after)
+        bp, bn, cp, cn = int(sum(before)), len(before), int(sum(after)), len(after)
         p_value, null = fisher_decline(bp, bn, cp, cn)
         best = 1 / comb(bn + cn, cn)
         yield Member(

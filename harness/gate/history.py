@@ -65,8 +65,8 @@ def gate_trend(store: Store, alpha: float = 0.05) -> GateTrend:
     by_suite: dict[str, list[dict[str, Any]]] = defaultdict(list)
     reference: dict[str, str] = {}
     for row in rows:
-        year, week, _ = datetime.fromisoformat(row["at"]).isocalendar()
-        by_week[(row["variant"], f"{year}-W{week:02d}")].append(row)
+        year, number, _ = datetime.fromisoformat(row["at"]).isocalendar()
+        by_week[(row["variant"], f"{year}-W{number:02d}")].append(row)
         suite = _suite(store, row["candidate_run"])
         by_suite[suite].append(row)
         if row["baseline_run"] and store.run(row["baseline_run"]) is not None:

@@ -140,7 +140,7 @@ def _add(
         line.errors += 1
         side = verdict.error_side.value if verdict.error_side else "unknown"
         sides[side] += 1
-        line.error_reasons[f"[{side}] {verdict.reason[:80]}"] = None
+        line.error_reasons[f"[{side}] {shorten(verdict.reason, CRASH_CHARS)}"] = None
         return
     outcomes[row.task_id].append(verdict.outcome == "pass")
     if verdict.outcome == "pass":
@@ -155,7 +155,8 @@ def _add(
 
 
 CRASH_CHARS = 160
-"""How much of a crash's exception a summary shows: its type and the start of its message."""
+"""How much of a crash's exception, or an error's reason, a summary shows: its type (its side)
+and the start of its message."""
 
 
 def shorten(text: str, limit: int) -> str:

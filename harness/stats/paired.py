@@ -195,17 +195,6 @@ def sign_flip_test(
     return SignFlip(*((1 + n) / (resamples + 1) for n in (both, less, greater)), False)
 
 
-def expanded_confidence(confidence: float, n: int) -> float:
-    """The level at which a percentile bootstrap of n values covers about `confidence`:
-    Hesterberg's expanded percentile interval, z' = sqrt(n / (n - 1)) t[n - 1]. A plain
-    percentile interval is too narrow with few tasks (91-93% at 25 tasks for 95%)."""
-    from scipy.special import ndtr
-    from scipy.stats import t
-
-    quantile = sqrt(n / (n - 1)) * float(t.ppf(0.5 + confidence / 2, n - 1))
-    return min(0.999, 1 - 2 * float(ndtr(-quantile)))
-
-
 def difference_interval(
     differences: np.ndarray, confidence: float = 0.95
 ) -> tuple[float, float, str]:

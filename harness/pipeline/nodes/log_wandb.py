@@ -74,7 +74,14 @@ def metrics(store: Any, inputs: list[Any]) -> tuple[dict[str, Any], list[list[An
             )
         elif isinstance(item, GateDecision):
             gate = item.result
-            summary.update({"gate/passed": int(gate.passed), "gate/reasons": len(gate.reasons)})
+            summary.update(
+                {
+                    "gate/passed": int(gate.passed),
+                    "gate/status": gate.status,
+                    "gate/reasons": len(gate.reasons),
+                    "gate/undecided": len(gate.undecided),
+                }
+            )
     return summary, rows
 
 
