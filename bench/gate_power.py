@@ -520,6 +520,7 @@ def main() -> None:
                     (200, 8, 0.05),
                 )
             ),
+            Cell(50, 3, 5, rho=0.09, tau=0.5, drop=0.10, errors=0.04, error_sides="baseline"),
         ]
         powers = simulate(pool, drops, runs)
         table(drops, powers, "caught")

@@ -81,11 +81,12 @@ class Gate(Spec):
         ge=1,
         le=100,
         description="Most trials per task and side the gate may hold when it decides, the "
-        "runs' own included. When a rule cannot decide (a regression-tagged task declined and "
-        "is not yet significant; an episode without evidence; fewer trials on one side), the "
-        "gate plays more trials of just the tasks that need them, on both sides, up to this, "
-        "before it decides once on everything. Playing needs the runs' agents (loaded from the "
-        "stored variant, or given); what is still undecided is UNDECIDED, never a pass.",
+        "runs' own included. When a rule cannot decide yet (a regression-tagged task declined, "
+        "or on too few trials passed none; episodes without evidence that could change the "
+        "decision; fewer trials on one side), the gate plays more trials of just the tasks that "
+        "need them, on both sides, up to this, before it decides once on everything. Playing "
+        "needs the runs' agents (loaded from the stored variant, or given); what is still "
+        "undecided is UNDECIDED, never a pass.",
     )
     on_undecided: Literal["fail", "warn"] = Field(
         default="fail",
