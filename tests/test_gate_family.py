@@ -164,7 +164,10 @@ def test_a_broken_regression_task_at_three_trials_fails_the_gate_beside_a_floor(
     assert suite_rule.status == "undecided" and result.blocks
     # level 1 holds 7 tasks: the floor test's largest attainable p-value <= 0.05
     floor_share = sum(comb(7, k) * 0.75**k * 0.25 ** (7 - k) for k in range(3))
-    assert f"family-adjusted {0.05 + floor_share:.4f} > alpha 0.05" in suite_rule.detail
+    assert suite_rule.detail.endswith(
+        f"family-adjusted {0.05 + floor_share:.4f} > alpha 0.05; 4 trials a side could show it "
+        "(the gate plays them: max_trials)"
+    )
     result, _, asked = gated({}, {"t2": always(F)}, trials=3, config=config)
     assert result.status == "fail"
     assert asked[0].candidate == {"t2": [3, 4, 5, 6, 7]}

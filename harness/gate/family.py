@@ -64,7 +64,8 @@ class Member:
     best: float  # its p-value on the most extreme outcome this design allows
     suspect: bool  # the observed figures point toward failing (a rate under its floor, ...)
     figures: str  # the observed figures, for the rule's line
-    hint: str = ""  # the evidence that would let it decide
+    hint: str = ""  # why it cannot decide
+    needs: str = ""  # the evidence that would let it decide, when that is more trials
     tasks: list[str] = field(default_factory=list)  # the tasks it names (a declined one)
     adjusted: float = 1.0  # its discrete-Bonferroni adjusted p-value (set by `family`)
     best_adjusted: float = 1.0  # `best` adjusted as if observed (set by `family`)
@@ -150,10 +151,25 @@ def family(config: Gate, sides: Sides, cases: Sequence[PlayedTask]) -> Family:
     for member, adjusted in zip(members, adjusted_p_values(nulls), strict=True):
         member.adjusted = adjusted
     for i, member in enumerate(members):
-        others = sum(m.null.at(member.best) for j, m in enumerate(members) if j != i)
-        replayable = member.rule == REGRESSION
-        member.best_adjusted = min(1.0, member.best + others) if replayable else member.best
+        rest = [m for j, m in enumerate(members) if j != i]
+        if member.rule != REGRESSION:
+            member.best_adjusted = member.best
+            continue
+        member.best_adjusted = min(1.0, member.best + sum(m.null.at(member.best) for m in rest))
+        if not member.can_decide(config.alpha):
+            needed = _trials_to_show(rest, config.alpha)
+            member.needs = f"{needed} trials a side could show it (the gate plays them: max_trials)"
     return Family(members)
+
+
+def _trials_to_show(rest: list[Member], alpha: float, limit: int = 100) -> int:
+    """The fewest trials a side at which a complete break of one task (every trial passing,
+    then failing every one) is significant beside the family's other tests as they are."""
+    for trials in range(1, limit + 1):
+        best = 1 / comb(2 * trials, trials)
+        if at_most(best + sum(m.null.at(best) for m in rest), alpha):
+            return trials
+    return limit
 
 
 def status(

@@ -167,7 +167,7 @@ def _rule(
         unable = deciders[0]
         verdict = (
             f"undecided: {unable.hint}, family-adjusted {unable.best_adjusted:.4f} > alpha "
-            f"{alpha:g}"
+            f"{alpha:g}" + (f"; {unable.needs}" if unable.needs else "")
         )
     else:
         verdict = f"family-adjusted p = {adjusted:.4f} > alpha {alpha:g}"
