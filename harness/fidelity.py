@@ -2,8 +2,9 @@
 
 Both sides are measured with the same functions (`behaviour.measure`): the simulated users in
 each stored episode of the run (the task's prior `history` left out; episodes that ended in a
-harness `error` are not a user's behaviour and are left out), and the users of the production
-sessions the source and filters give.
+harness `error` are not a user's behaviour and are left out; after an end the user did not
+choose, such as the turn limit, an error in the last reply is no abandonment), and the users of
+the production sessions the source and filters give.
 
 Per dimension (`FAMILIES`), the two distributions are summarised side by side and compared by
 their Kolmogorov-Smirnov distance (the largest gap between their cumulative distributions; for a
@@ -23,19 +24,35 @@ normalised so that the subtraction's expectation under identical users is the no
 corrected distance is unbiased for identical users and for well-separated ones, and in between
 errs by at most about half the noise's standard deviation, towards agreement (no estimator of a
 distance is unbiased everywhere: its true value 0 is a boundary). A dimension's agreement is 1 -
-its corrected distance, and can exceed 1 by noise when the two sides agree. The fidelity index
-is 100 x the mean over the five families of the mean agreement of their dimensions, so that
-seven style proxies do not outweigh information disclosure: a simulator whose users behave like
-production's reads 100 on average at any sample size (a reading a little above 100 is noise),
-and `plug_in_index` keeps the uncorrected figure.
+its corrected distance, and can exceed 1 by noise when the two sides agree.
+
+Production's users are also a mix of populations (the profiles `personas from-traces` mines:
+`profiles.populations`), and a simulator can leave one out. Averaged over dimensions, that
+barely shows: a population with a fifth of the traffic moves each dimension by at most a fifth,
+most dimensions not at all, and a mix that lost its impatient users (who abandon) read 96 beside
+the full mix's 101, against production's own three populations. So every session of either side
+is put in the population whose information traits are nearest its own (`Populations.assign`:
+how it discloses, which is what a persona sets and a simulator plays; the style of an opening is
+real users' own), and the *coverage* is 1 - the total variation distance between the
+populations' production shares and simulated shares: the share of production's traffic whose
+kind of user the simulation plays. Its distance is bias-corrected as a dimension's is (its noise:
+how far the resampled difference of the shares moves). The fidelity index is 100 x the coverage
+x the mean over the five families of the mean agreement of their dimensions (families, so that
+seven style proxies do not outweigh information disclosure): a simulator whose users behave
+like production's reads 100 on average at any sample size (a reading a little above 100 is
+noise), one that lost a population of a fifth of the traffic loses about a fifth of its index
+(and its dimensions' share of it), and `plug_in_index` keeps the uncorrected figure. With one
+population the coverage is 1 and the index the mean over families. The shares are what a small
+sample estimates worst (20 tasks draw 20 kinds of user): the index is noisier than a mean over
+dimensions, and its interval says so.
 
 Its 95% interval is the percentile interval of the corrected index over `BOOTSTRAP` resamples
 that draw production sessions and, on the simulated side, tasks with all their episodes (a
 task's trials are not independent); it is meant to cover the index of the two populations,
 clustered by task. A distance at its boundary makes no bootstrap interval exact, so its
 coverage is measured where the truth is known (`bench/fidelity.py`: a simulator identical to
-production, a slightly easier and a much easier one, at several sample sizes): README quotes
-the figures.
+production, a slightly easier and a much easier one, one that lost a population, at several
+sample sizes): README quotes the figures.
 
 A dimension is *easy mode* when simulation differs from production in the direction that makes
 the agent's job easier (`EASIER`: more front-loaded, less asking back, less pushback, fewer
@@ -59,6 +76,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.grading.result import Verdict
 from harness.production.behaviour import SessionBehaviour, measure
+from harness.production.profiles import populations
 from harness.transcript import EndReason, Transcript
 
 if TYPE_CHECKING:
@@ -105,6 +123,10 @@ EASY_WORDS = {
     "pivot": "quietly pivot more after an agent error",
     "accept": "accept an agent error more",
 }
+# the ends a simulated user chose (its stop, transfer and out-of-scope signals); after any other
+# (a turn limit, a timeout, the agent's handoff or crash) an error in the last reply is no
+# abandonment: the user had no turn to react
+USER_ENDS = (EndReason.USER_STOP, EndReason.TRANSFER, EndReason.OUT_OF_SCOPE)
 MIN_VALUES = 5
 BOOTSTRAP = 1000
 CONFIDENCE = 0.95
@@ -177,6 +199,19 @@ class OutcomeCalibration(BaseModel):
     rows: list[OutcomeRow] = Field(default_factory=list)
 
 
+class PopulationShare(BaseModel):
+    """One population of production's users (a profile, as `personas from-traces` finds them)
+    and the share of the simulated users nearest to it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The profile's name (how it discloses, how it reacts, ...).")
+    production_share: float = Field(description="Its share of the production sessions.")
+    simulated_share: float = Field(description="Share of the simulated sessions nearest to it.")
+    production_sessions: int = Field(description="Its production sessions.")
+    simulated_sessions: int = Field(description="The simulated sessions nearest to it.")
+
+
 class FidelityReport(BaseModel):
     """`harness fidelity`: a run's simulated users against production's."""
 
@@ -189,8 +224,9 @@ class FidelityReport(BaseModel):
     production_sessions: int = Field(description="Production sessions measured.")
     left_out: int = Field(default=0, description="Episodes left out (harness errors, no turn).")
     index: float | None = Field(
-        description="Fidelity index, 0..100, bias-corrected: a simulator identical to production "
-        "reads 100 on average, a little above 100 by noise (None: nothing comparable)."
+        description="Fidelity index, 0..100, bias-corrected: 100 x `coverage` x the mean over "
+        "families of their dimensions' agreement. A simulator identical to production reads "
+        "100 on average, a little above 100 by noise (None: nothing comparable)."
     )
     interval: tuple[float, float] | None = Field(
         description="Its 95% percentile bootstrap interval (coverage measured by "
@@ -201,8 +237,20 @@ class FidelityReport(BaseModel):
         description="The index from plug-in distances, biased low by sampling noise (None in "
         "a report from before the correction).",
     )
+    coverage: float | None = Field(
+        default=None,
+        description="Share of production's traffic whose population the simulated users play: "
+        "1 - the total variation distance between the populations' production shares and the "
+        "shares of simulated sessions nearest to each, bias-corrected (None: no population, "
+        "or a report from before populations were compared).",
+    )
+    populations: list[PopulationShare] = Field(
+        default_factory=list, description="Production's populations, largest first."
+    )
     covers: str = Field(description="What the interval covers.")
-    families: dict[str, float | None] = Field(description="Each family's mean agreement.")
+    families: dict[str, float | None] = Field(
+        description="Each family's mean agreement over all sessions."
+    )
     dimensions: list[DimensionAgreement] = Field(description="Every dimension, in order.")
     easy_mode: list[str] = Field(description="The easy-mode dimensions.")
     outcome: OutcomeCalibration | None = Field(
@@ -358,6 +406,16 @@ def _number(value: np.ndarray | float) -> float | None:
     return None if np.isnan(value) else value
 
 
+def _shares(labels: np.ndarray, weights: np.ndarray, count: int) -> np.ndarray:
+    """Per row of weights, each population's share of the weighted sessions (rows x count;
+    0 where a row weighs no session)."""
+    found = np.zeros((weights.shape[0], count))
+    for c in range(count):
+        found[:, c] = weights[:, labels == c].sum(axis=1)
+    totals = found.sum(axis=1, keepdims=True)
+    return found / np.where(totals > 0, totals, 1.0)
+
+
 def compare_behaviour(
     simulated: Sequence[SessionBehaviour],
     tasks: Sequence[str],
@@ -370,6 +428,14 @@ def compare_behaviour(
     clusters = {task: n for n, task in enumerate(dict.fromkeys(tasks))}
     task_of = np.array([clusters[t] for t in tasks], dtype=int)
     dims = {n: _dimension(_values(simulated, n), _values(production, n)) for n in DIMENSIONS}
+    # production's populations; every session of either side in the one it is nearest to
+    found = populations(production, seed) if production else None
+    known = found.profiles if found is not None else []
+    sim_of = found.assign(simulated) if found is not None else np.zeros(len(simulated), int)
+    prod_of = found.assign(production) if found is not None else np.zeros(len(production), int)
+    share_sim = _shares(sim_of, np.ones((1, len(simulated))), len(known))[0]
+    share_prod = _shares(prod_of, np.ones((1, len(production))), len(known))[0]
+    shares: list[np.ndarray] = []  # per resample, the simulated minus the production shares
     comparable = {
         n: d
         for n, d in dims.items()
@@ -396,14 +462,26 @@ def compare_behaviour(
             for n in differences:
                 d = dims[n]
                 differences[n].append(_means(d.sim_values, w_sim) - _means(d.prod_values, w_prod))
+            shares.append(_shares(sim_of, w_sim, len(known)) - _shares(prod_of, w_prod, len(known)))
     corrections = {n: _Correction.of(np.concatenate(noise[n] or [np.empty(0)])) for n in comparable}
     plug_in = {n: np.array([np.abs(observed[n]).max()]) for n in comparable}
     agreements = {n: 1.0 - corrections[n](plug_in[n]) for n in comparable}
-    index, families = _index_of(agreements)
     draws = {
         n: 1.0 - corrections[n](np.concatenate(resampled[n] or [np.empty(0)])) for n in comparable
     }
-    indexes = _index_of(draws)[0] if bootstrap and simulated and production else np.empty(0)
+    # coverage: 1 - the total variation distance of the population shares, corrected as a
+    # dimension's distance is (its noise: how far the resampled difference moves)
+    share_gap = share_sim - share_prod
+    moved = np.vstack(shares) if shares else np.empty((0, len(known)))
+    fix = _Correction.of(0.5 * np.abs(moved - share_gap).sum(axis=1))
+    distance = np.array([0.5 * np.abs(share_gap).sum()])
+    coverage = 1.0 - fix(distance)
+    alike, families = _index_of(agreements)
+    index = coverage * alike
+    if bootstrap and simulated and production:
+        indexes = (1.0 - fix(0.5 * np.abs(moved).sum(axis=1))) * _index_of(draws)[0]
+    else:
+        indexes = np.empty(0)
 
     rows: list[DimensionAgreement] = []
     for name, dim in dims.items():
@@ -448,7 +526,20 @@ def compare_behaviour(
         production_sessions=len(production),
         index=point,
         interval=_percentiles(indexes) if point is not None else None,
-        plug_in_index=_number(_index_of({n: 1.0 - v for n, v in plug_in.items()})[0]),
+        plug_in_index=_number(
+            (1.0 - distance) * _index_of({n: 1.0 - v for n, v in plug_in.items()})[0]
+        ),
+        coverage=_number(coverage) if known else None,
+        populations=[
+            PopulationShare(
+                name=profile.name,
+                production_share=float(share_prod[c]),
+                simulated_share=float(share_sim[c]),
+                production_sessions=int((prod_of == c).sum()),
+                simulated_sessions=int((sim_of == c).sum()),
+            )
+            for c, profile in enumerate(known)
+        ],
         covers=f"{CONFIDENCE:.0%} percentile bootstrap of the bias-corrected index "
         f"({bootstrap} resamples) over {len(production)} production sessions and "
         f"{len(clusters)} simulated tasks (each with all its episodes)",
@@ -469,7 +560,8 @@ def simulated_behaviour(
     left_out = 0
     for transcript, _, _ in transcripts:
         messages = transcript.messages[histories.get(transcript.task_id, 0) :]
-        behaviour = measure(messages, f"{transcript.task_id}#{transcript.trial}")
+        cut_off = transcript.end_reason not in USER_ENDS  # the user did not choose to leave
+        behaviour = measure(messages, f"{transcript.task_id}#{transcript.trial}", cut_off=cut_off)
         if transcript.end_reason == EndReason.ERROR or behaviour.user_turns == 0:
             left_out += 1
             continue

@@ -231,3 +231,36 @@ def install_package(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return site
+
+
+def reworded_app(app: str, argument: str, prefix: str) -> str:
+    """The source of an agent module whose `respond` and `respond_fixed` are the test app
+    `tests/<app>.py`'s, calling their tools with the free text `argument` worded another way
+    (`prefix` + the text in lower case), as another model would word it: calls production
+    never made, which a replay must still answer."""
+    return f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+from tests import {app}
+
+
+class Reworded:
+    def __init__(self, tools):
+        self._tools = tools
+
+    def __getattr__(self, name):
+        return getattr(self._tools, name)
+
+    def call(self, name, **arguments):
+        if {argument!r} in arguments:
+            arguments[{argument!r}] = {prefix!r} + arguments[{argument!r}].lower()
+        return self._tools.call(name, **arguments)
+
+
+def respond(conversation, tools):
+    return {app}.respond(conversation, Reworded(tools))
+
+
+def respond_fixed(conversation, tools):
+    return {app}.respond_fixed(conversation, Reworded(tools))
+"""

@@ -142,6 +142,54 @@ def test_a_tool_error_is_an_error_event() -> None:
     assert measure([user("check A-1"), agent("Here it is.")]).pushback is None
 
 
+def test_an_apology_is_no_refusal_and_a_hidden_failure_no_error_shown() -> None:
+    """What the user reacts to is what the user was told: "I'm sorry to hear that" before a
+    question is empathy (the answer after it is an answer, not a pivot); "Done!" after a failed
+    upload tells the user it worked (the "thanks" after it accepts nothing); the same failure
+    reported, or a failed tool whose reply claims nothing, is an error event."""
+    sorry = measure([user("my screen cracked"), agent("I'm sorry to hear that. What is your "
+                     "order number?"), user("NW-12345"), agent("Done!")])  # fmt: skip
+    assert (sorry.error_events, sorry.pivot, sorry.answers, sorry.clarify) == (0, None, 1, 0.0)
+    failed = Message(role="tool", content='{"status": "failed", "reason": "too large"}',
+                     name="upload_photo")  # fmt: skip
+    hidden = measure([user("repair it, photo attached"), failed,
+                      agent("I'm sorry to hear that. Done! Your photo is attached."),
+                      user("thanks")])  # fmt: skip
+    assert (hidden.error_events, hidden.accept) == (0, None)
+    reported = agent("The repair is open, but the photo upload failed.")
+    told = measure([user("repair it, photo attached"), failed, reported, user("ok thanks")])
+    assert (told.error_events, told.accept) == (1, 1.0)
+    quiet = measure([user("repair it"), failed, agent("Anything else?"), user("ok thanks")])
+    assert (quiet.error_events, quiet.accept) == (1, 1.0)
+    refusals = ("Unfortunately that slot is no longer available.", "I can\u2019t do that.",
+                "Sorry, I couldn't open the repair.", "The repair system is unavailable.")  # fmt: skip
+    for refusal in refusals:
+        assert measure([user("book it"), agent(refusal)]).error_events == 1, refusal
+    for kind in ("Sorry for the wait! Here you go.", "Apologies, here is the link.", "Done!"):
+        assert measure([user("book it"), agent(kind)]).error_events == 0, kind
+
+
+def test_leaving_after_an_error_is_abandoning() -> None:
+    """Leaving with words ("Forget it.", "I give up", going elsewhere; without a question or a
+    fact) abandons, as silence does; the harness's stop signal is not the user's words, and a
+    turn of nothing else is silence."""
+    refusal = "Sorry, I cannot do that."
+    for leaving in ("Forget it.", "ugh, I give up", "useless. I'll go somewhere else",
+                    "No, forget it ###STOP###", "###STOP###"):  # fmt: skip
+        found = measure([user("do X-1"), agent(refusal), user(leaving)])
+        assert (found.abandon, found.abandoned) == (1.0, True), leaving
+    assert measure([user("do X-1"), agent(refusal), user("###STOP###")]).user_turns == 1
+    for staying in ("Forget it, what are your hours?", "forget it, use A-2 instead"):
+        found = measure([user("do X-1"), agent(refusal), user(staying)])
+        assert found.abandon == 0.0 and not found.abandoned, staying
+    said = measure([user("OK, I understand. Thanks anyway. ###STOP###")])
+    assert said.words_per_turn == 5  # no STOP
+    assert said.capitals == pytest.approx(4 / 25)  # O, K, I, T
+    # leaving without an agent error: the session is abandoned, no reaction is counted
+    patience = measure([user("do X-1"), agent("Which one?"), user("forget it")])
+    assert (patience.abandoned, patience.error_events) == (True, 0)
+
+
 def test_facts_as_users_write_them() -> None:
     assert facts("it is p-6936, mail me at a@b.example.") == {"p-6936", "a@b.example"}
     assert disclosure_first(["P-6936 please", "again: p-6936, a@b.example."]) == 0.5
@@ -203,6 +251,9 @@ def test_one_session_hand_checked() -> None:
             typos=0.0,
             formality=1 / 3,
             ascii_letters=1.0,
+            opening_words=5,  # "Hi, can you help me?"
+            opening_capitals=1 / 14,  # H of 14 letters
+            opening_formality=1,  # hi
         ).model_dump()
     )
 

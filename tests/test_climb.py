@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.climb.search import split_tasks
+from harness.climb.split import Split, split_tasks, split_text
 from harness.domains.base import resolve_domain
 from harness.domains.support import SupportDesk
 from harness.sim.suite import TaskCase
@@ -178,7 +178,7 @@ def test_a_candidate_that_overfits_the_train_tasks_is_rejected(project: Path) ->
 
 def test_the_search_stops_at_its_episode_budget(project: Path) -> None:
     done = climb(project, "--set", "budget.episodes=12")
-    found = re.search(r"candidates, (\d+) episodes", done.stdout)
+    found = re.search(r"candidates?, (\d+) episodes", done.stdout)
     assert found, done.stdout + done.stderr
     assert "stopped by episode budget (12)" in done.stdout
     # The budget bounds the search; the acceptance runs are counted apart.
@@ -233,13 +233,25 @@ def produced(task_id: str, signature: str, kind: str = "failure") -> TaskCase:
 
 
 def production_suite() -> list[TaskCase]:
-    """Three clusters of several tasks, six single-task failure clusters, two successes, and
-    hand-written tasks: three regression-tagged, four not."""
+    """Tasks as `harness traces to-tasks` makes them, one per signature: three failure modes of
+    several tasks each (the same step failing with other messages), six failure modes and two
+    kinds of success of one task each; and hand-written tasks: three regression-tagged, four
+    not."""
+    modes = {
+        "a": ["silent | reset_password | account <username> is locked",
+              "silent | reset_password | password changed less than <n> hours ago"],
+        "b": [f"error | triage | {kind} | <template>" for kind in ("TypeError", "KeyError", "X")],
+        "c": [f"silent | grant_access | reason {n} for <app>" for n in range(4)],
+    }  # fmt: skip
     clustered = [
-        produced(f"{s}{i}", s) for s, n in (("a", 2), ("b", 3), ("c", 4)) for i in range(n)
+        produced(f"{mode}{i}", signature)
+        for mode, signatures in modes.items()
+        for i, signature in enumerate(signatures)
     ]
-    singles = [produced(f"f{i}", f"single failure {i}") for i in range(6)]
-    successes = [produced(f"s{i}", f"single success {i}", "success") for i in range(2)]
+    singles = [produced(f"f{i}", f"silent | tool_{i} | failed") for i in range(6)]
+    successes = [
+        produced(f"s{i}", f"success | lookup>tool_{i} | opening words", "success") for i in range(2)
+    ]
     written = [case(f"r{i}", ["regression"]) for i in range(3)]
     written += [case(f"h{i}", ["orders"]) for i in range(4)]
     return clustered + singles + successes + written
@@ -250,7 +262,7 @@ def test_production_tasks_are_split_by_failure_cluster() -> None:
     split = split_tasks(cases, ClimbTasks(paths=["tasks"]))
     assert sorted(split.train + split.validation) == sorted(c.task.id for c in cases)
     assert not set(split.train) & set(split.validation)
-    # A cluster of two or more tasks is on both sides.
+    # A failure mode of two or more tasks (one task per signature) is on both sides.
     for cluster in "abc":
         assert any(t.startswith(cluster) for t in split.train), (cluster, split)
         assert any(t.startswith(cluster) for t in split.validation), (cluster, split)
@@ -262,7 +274,35 @@ def test_production_tasks_are_split_by_failure_cluster() -> None:
     # Hand-written regression tasks stay held out; the others keep the random split.
     assert {"r0", "r1", "r2"} <= set(split.validation)
     assert any(t.startswith("h") for t in split.train)
-    assert split.clusters == 3 + 6 + 2
+    # 17 tasks made from production, in 11 clusters (not 17: a task is not a cluster).
+    assert len(split.clusters) == 17 and len(set(split.clusters.values())) == 3 + 6 + 2
+    assert split.clusters["a0"] == split.clusters["a1"] == "silent | reset_password"
+
+
+def test_the_split_says_how_many_tasks_and_clusters_each_side_has() -> None:
+    cases = production_suite()
+    split = split_tasks(cases, ClimbTasks(paths=["tasks"]))
+    train = [t for t in split.train if t in split.clusters]
+    held = [t for t in split.validation if t in split.clusters]
+    modes = {
+        side: len({split.clusters[t] for t in ids}) for side, ids in (("t", train), ("h", held))
+    }
+    assert split_text(split) == (
+        f"{len(split.train)} train, {len(split.validation)} held-out tasks; from production (17 "
+        f"tasks in 11 clusters): {len(train)} train tasks in {modes['t']} clusters, "
+        f"{len(held)} held-out tasks in {modes['h']} clusters, 3 clusters on both sides"
+    )
+    # Each multi-task mode is counted on both sides, so the sides' clusters add up to more.
+    assert modes["t"] + modes["h"] == 11 + 3
+    assert split_text(split, final=True).startswith(
+        f"Trained on {len(split.train)} tasks, held out {len(split.validation)}; from production"
+    )
+    one = Split(["a0", "h0"], ["a1"], {"a0": "m", "a1": "m"})
+    assert split_text(one) == (
+        "2 train, 1 held-out tasks; from production (2 tasks in 1 cluster): 1 train task in 1 "
+        "cluster, 1 held-out task in 1 cluster, 1 cluster on both sides"
+    )
+    assert split_text(Split(["h0"], ["h1"])) == "1 train, 1 held-out tasks"  # none from production
 
 
 def test_the_production_split_is_deterministic_by_seed() -> None:
@@ -285,16 +325,30 @@ def test_only_production_tasks_still_have_both_sides() -> None:
         [produced("f0", "x"), produced("s0", "y", "success")], ClimbTasks(paths=["tasks"])
     )
     assert (split.train, split.validation) == (["f0"], ["s0"])
-    thirty = [produced(f"p{i:02}", f"cluster {i}") for i in range(30)]
+    thirty = [produced(f"p{i:02}", f"silent | tool_{i} | failed") for i in range(30)]
     split = split_tasks(thirty, ClimbTasks(paths=["tasks"]))
-    assert (len(split.train), len(split.validation), split.clusters) == (15, 15, 30)
+    assert (len(split.train), len(split.validation)) == (15, 15)
+    assert split_text(split).endswith(
+        "from production (30 tasks in 30 clusters): 15 train tasks in 15 clusters, 15 held-out "
+        "tasks in 15 clusters"
+    )
+    # Thirty tasks of one failure mode: half on each side, one cluster on both.
+    same = [produced(f"p{i:02}", f"silent | upload | reason {i}") for i in range(30)]
+    split = split_tasks(same, ClimbTasks(paths=["tasks"]))
+    assert split_text(split).endswith(
+        "from production (30 tasks in 1 cluster): 15 train tasks in 1 cluster, 15 held-out "
+        "tasks in 1 cluster, 1 cluster on both sides"
+    )
 
 
 def test_production_tasks_can_be_held_out_like_other_regression_tasks() -> None:
     cases = production_suite()
     split = split_tasks(cases, ClimbTasks(paths=["tasks"], split_production=False))
     assert all(t.startswith("h") for t in split.train), split
-    assert split.clusters == 0
+    assert split.production_counts(split.train) == (0, 0)
+    assert split.production_counts(split.validation) == (17, 11)
+    said = "from production (17 tasks in 11 clusters): 0 train tasks, 17 held-out tasks in 11"
+    assert f"{said} clusters" == split_text(split).split("; ")[1]
 
 
 def test_explicit_selections_keep_hand_written_regression_tasks_held_out() -> None:
@@ -324,3 +378,134 @@ def test_a_climb_with_nothing_to_train_on_is_bad_input(project: Path) -> None:
     assert "tasks: 0 train tasks after the split (8 tasks, all held out: tagged regression)" in line
     assert "set tasks.train" in line
     assert not (project / ".harness" / "results.db").exists()  # no episode was played
+
+
+def as_made_from_production(project: Path) -> dict[str, str]:
+    """Give the demo's tasks the `source` block `harness traces to-tasks` writes (and its
+    tags): the ten late refunds as two failure modes at `issue_refund` (six and four tasks, one
+    signature each), four of the others as successes (two of them one kind). Task id ->
+    signature."""
+    signatures = {
+        f"late-refund-{n:02}": f"silent | issue_refund | order <id> delivered <n> days ago ({n})"
+        for n in range(1, 7)
+    }
+    signatures |= {
+        f"late-refund-{n:02}": f"feedback | issue_refund | note <n> ({n})" for n in range(7, 11)
+    }
+    signatures |= {
+        "cancel-shipped": "success | get_order | can you cancel",
+        "two-requests": "success | get_order | where is my",
+        "out-of-scope": "success |  | can you help",
+        "wrong-email": "success | find_customer | my email",
+    }
+    for path in [*project.glob("tasks/late-refunds/*.yaml"), *project.glob("tasks/support/*.yaml")]:
+        data = yaml.safe_load(path.read_text())
+        if data["id"] not in signatures:
+            continue
+        kind = "success" if signatures[data["id"]].startswith("success") else "failure"
+        data["source"] = {"kind": kind, "signature": signatures[data["id"]], "traces": 1}
+        data["tags"] = ["regression", "production", kind, *data["tags"]]
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return signatures
+
+
+def test_the_climb_reports_its_split_by_production_cluster(project: Path) -> None:
+    signatures = as_made_from_production(project)
+    done = climb(project)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    first = done.stdout.splitlines()[0]
+    found = re.fullmatch(
+        r"climb (\S+): (\d+) train, (\d+) held-out tasks; from production \(14 tasks in 5 "
+        r"clusters\): (\d+) train tasks? in (\d+) clusters?, (\d+) held-out tasks? in (\d+) "
+        r"clusters?, 3 clusters on both sides",
+        first,
+    )
+    assert found, first
+    with sqlite3.connect(project / ".harness" / "results.db") as db:
+        (decision,) = db.execute("SELECT decision FROM climbs WHERE id = ?", (found[1],)).fetchone()
+    split = json.loads(decision)["split"]
+    train, held = set(split["train"]), set(split["validation"])
+    assert split["clusters"] == {
+        task: " | ".join(signature.split(" | ")[:2]) for task, signature in signatures.items()
+    }
+    modes = {mode: {t for t, m in split["clusters"].items() if m == mode} for mode in (
+        "silent | issue_refund", "feedback | issue_refund", "success | get_order"
+    )}  # fmt: skip
+    for mode, tasks in modes.items():  # a mode of several tasks is learned from and checked on
+        assert tasks & train and tasks & held, (mode, split)
+    produced = set(signatures)
+    counts = [
+        len(train),
+        len(held),
+        len(produced & train),
+        len({split["clusters"][t] for t in produced & train}),
+        len(produced & held),
+        len({split["clusters"][t] for t in produced & held}),
+    ]
+    assert [int(n) for n in found.groups()[1:]] == counts
+    # The report says it again, and `climb show` from the store.
+    report = f"Trained on {counts[0]} tasks, held out {counts[1]}; from production (14 tasks"
+    assert report in done.stdout
+    shown = run_cli("climb", "show", found[1], cwd=project)
+    assert report in shown.stdout
+
+
+def test_a_climb_whose_production_passes_every_train_task_says_so_and_stops(
+    project: Path,
+) -> None:
+    passing = "tasks.train={ids: [cancel-shipped, out-of-scope, two-requests, wrong-email]}"
+    done = climb(project, "--set", passing)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    said = "production already passes every train task (4 of 4): nothing to learn from"
+    assert lines[1].startswith("candidate production (search): pass rate 100%, mean score 100%")
+    assert lines[2].startswith(f"search stopped: {said}"), lines
+    assert "more train tasks (tasks.train, a lower tasks.validation_fraction)" in lines[2]
+    assert f"NOT SHIPPED: {said}" in done.stdout
+    assert "1 candidate, 4 episodes" in done.stdout
+    assert "stopped by production passing every train task" in done.stdout
+    # Nothing was proposed and nothing played but production's one look at the train tasks.
+    assert not [line for line in lines if re.match(r"candidate (?!production)", line)]
+    assert "(acceptance)" not in done.stdout
+    climb_id = re.search(r"climb (climb-\S+):", done.stdout)
+    assert climb_id
+    with sqlite3.connect(project / ".harness" / "results.db") as db:
+        candidates = db.execute(
+            "SELECT candidate FROM climb_candidates WHERE climb_id = ?", (climb_id[1],)
+        ).fetchall()
+    assert candidates == [("production",)]
+    # With a train task production fails, the same climb searches (and ships the fix).
+    failing = passing.replace("wrong-email]", "wrong-email, late-refund-01, late-refund-02]")
+    searched = climb(project, "--set", failing)
+    assert "nothing to learn" not in searched.stdout
+    assert searched.returncode == 0, searched.stdout + searched.stderr
+
+
+def test_every_figure_of_an_evaluation_is_named(project: Path) -> None:
+    done = climb(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    evaluations = [line for line in done.stdout.splitlines() if line.startswith("candidate ")]
+    assert evaluations
+    label = re.compile(
+        r"candidate (\S+) \((search|acceptance)\): pass rate (\d+)%, mean score (\d+)% on (\d+) "
+        r"(?:held-out )?tasks \(run (\S+)\)"
+    )
+    with sqlite3.connect(project / ".harness" / "results.db") as db:
+        for line in evaluations:
+            found = label.match(line)
+            assert found, line
+            verdicts = [
+                json.loads(v)
+                for (v,) in db.execute("SELECT verdict FROM verdicts WHERE run_id = ?", (found[6],))
+            ]
+            passed = sum(v["outcome"] == "pass" for v in verdicts) / len(verdicts)
+            score = sum(
+                {"pass": 1.0, "error": 0.0}.get(v["outcome"], min(v["score"], 0.99))
+                for v in verdicts
+            ) / len(verdicts)
+            assert (int(found[3]), int(found[4])) == (round(passed * 100), round(score * 100))
+    production = next(line for line in evaluations if "production (acceptance)" in line)
+    rate, mean = label.match(production).group(3, 4)  # type: ignore[union-attr]
+    assert rate != mean  # production fails tasks with some checks passing: the two differ
+    assert f"pass rate (as the gate measured it): production {rate}.0%" in done.stdout
+    assert "Task-clustered difference in pass rate " in done.stdout

@@ -118,3 +118,29 @@ def test_an_evaluation_asked_again_reuses_its_run(project: Path) -> None:
         assert all(e.transcript is not None for e in repeated)
     finally:
         found.session.close()
+
+
+def test_a_production_that_passes_every_train_trial_ends_the_search_before_gepa_proposes(
+    project: Path,
+) -> None:
+    from harness.specs.overrides import Override
+
+    passing = "tasks.train={ids: [cancel-shipped, out-of-scope, two-requests, wrong-email]}"
+    loaded = load_climb(CLIMB, [Override.parse(passing), Override.parse("trials=2")])
+    lines: list[str] = []
+    outcome = run_climb(loaded, RunOptions(traces=None, progress=False), progress=lines.append)
+    found = outcome.search
+    assert found.nothing_to_learn and found.best == {} and found.candidates == 1
+    assert found.episodes == 4 * 2  # production's one evaluation of the train set, no more
+    assert found.reflection.calls == 0
+    said = "production already passes every train task in all 2 trials (4 of 4)"
+    assert outcome.acceptance.reasons[0].startswith(said)
+    (stopped,) = [line for line in lines if said in line]  # said once, as the search stops
+    assert stopped.startswith("search stopped: ")
+    assert outcome.variant_file is None
+    store = Store(project / ".harness" / "results.db")
+    try:
+        climb = store.climb(found.climb_id)
+    finally:
+        store.close()
+    assert climb is not None and climb.decision["nothing_to_learn"] is True

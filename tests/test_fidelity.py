@@ -19,6 +19,7 @@ from harness.production.behaviour import SessionBehaviour, measure
 from harness.store.tasks import StoredTask, TaskLabels
 from harness.transcript import Message
 from tests.conftest import newest_run, run_cli, scripted_eval
+from tests.repair_desk_app import simulate
 from tests.test_behaviour_profiles import front_loading, gradual, session_calls
 
 
@@ -44,9 +45,11 @@ def test_the_same_population_agrees_and_a_front_loading_one_is_easy_mode() -> No
     easy = compare_behaviour(sessions(3, 150, 0.0), tasks, production, bootstrap=300)
     assert [d.name for d in same.dimensions] == list(DIMENSIONS)
     assert same.index is not None and easy.index is not None
-    assert same.index >= 96, same.index
+    assert same.index >= 90, same.index
     assert same.interval[0] <= same.index <= same.interval[1]
     assert same.interval[0] < 100 < same.interval[1], same.interval
+    assert [p.name for p in same.populations] == ["gradual, pushes back", "front-loading, pivots"]
+    assert same.coverage is not None and same.coverage > 0.9
     assert same.easy_mode == []
     assert easy.interval[1] < same.interval[0], (easy.interval, same.interval)
     assert "disclosure_first" in easy.easy_mode and "pushback" in easy.easy_mode
@@ -80,8 +83,9 @@ def test_a_simulator_like_production_reads_about_100_at_any_size() -> None:
 
 def test_a_dimension_reports_its_plug_in_agreement_and_noise() -> None:
     """Each dimension keeps the plug-in agreement and the noise the correction came from; the
-    corrected agreement is the plug-in one plus at most that noise, and the index is the mean
-    over families of the corrected agreements."""
+    corrected agreement is the plug-in one plus at most that noise, and the index is the
+    coverage of production's populations times the mean over families of the corrected
+    agreements."""
     production = sessions(1, 150, 0.7)
     report = compare_behaviour(
         sessions(3, 150, 0.2), [f"t{n // 3}" for n in range(150)], production, bootstrap=300
@@ -95,13 +99,64 @@ def test_a_dimension_reports_its_plug_in_agreement_and_noise() -> None:
         assert row.plug_in is not None and row.noise is not None
         assert row.plug_in <= row.agreement <= row.plug_in + row.noise + 1e-9, row
     families = [f for f in report.families.values() if f is not None]
-    assert report.index == pytest.approx(100 * float(np.mean(families)))
+    assert report.coverage is not None
+    assert report.index == pytest.approx(100 * report.coverage * float(np.mean(families)))
     # a report stored before the correction (no plug-in figures) still reads
     stored = report.model_dump(mode="json")
-    del stored["plug_in_index"]
+    del stored["plug_in_index"], stored["coverage"], stored["populations"]
     for row in stored["dimensions"]:
         del row["plug_in"], row["noise"]
     assert FidelityReport.model_validate(stored).dimensions[0].plug_in is None
+
+
+def repair_sessions(seed: int) -> tuple[list[SessionBehaviour], list[str]]:
+    """A sample of tests/repair_desk_app.py's three populations (50% terse front-loaders, 30%
+    gradual disclosers who push back, 20% impatient users who abandon), measured, with each
+    session's population."""
+    played = simulate(seed=seed)
+    found = [
+        measure(
+            [
+                Message(role=role, content=content)
+                for text, reply in session.exchanged
+                for role, content in (("user", text), ("assistant", reply))
+            ],
+            key,
+        )
+        for key, session in played.items()
+    ]
+    return found, [session.population for session in played.values()]
+
+
+def test_a_simulated_mix_that_lost_a_population_reads_at_least_10_points_lower() -> None:
+    """Production: a sample of the repair desk's three populations. Simulated: another sample
+    of them, and the same sample without one population (the others in their proportions,
+    each user as before). Whichever population is lost, the index drops by at least 10 points
+    and the report shows that population's simulated share at 0. The mean over families of the
+    dimensions' agreement, the index before it read populations, moves by less than half as
+    much when the impatient users (a fifth of the traffic) are lost: each dimension moves by at
+    most their share, and most do not move at all."""
+    production, _ = repair_sessions(38)
+    simulated, kinds = repair_sessions(1)
+    full = compare_behaviour(simulated, [b.key for b in simulated], production, bootstrap=300)
+    assert full.index is not None and full.coverage is not None and full.coverage > 0.9
+    assert len(full.populations) == 3
+    names = {"T": "front-loading, accepts", "G": "gradual, pushes back"}
+    names["I"] = "front-loading, abandons"
+    assert {p.name for p in full.populations} == set(names.values())
+
+    def families(report: FidelityReport) -> float:
+        return 100 * float(np.mean([f for f in report.families.values() if f is not None]))
+
+    for lost, name in names.items():
+        kept = [b for b, kind in zip(simulated, kinds, strict=True) if kind != lost]
+        report = compare_behaviour(kept, [b.key for b in kept], production, bootstrap=300)
+        assert report.index is not None and report.index <= full.index - 10, (lost, report.index)
+        [row] = [p for p in report.populations if p.name == name]
+        assert row.simulated_share == 0 and row.production_share > 0.15, row
+        if lost == "I":  # the mean over families saw less than half of the loss
+            before = families(full) - families(report)
+            assert before < (full.index - report.index) / 2, (before, full.index, report.index)
 
 
 def test_a_dimension_with_too_few_values_is_left_out_and_named() -> None:

@@ -24,6 +24,7 @@ LAYERS: list[set[str]] = [
         "store_location",
         "jsontext",
         "outcomes",
+        "reactions",
         "imports",
         "project",
         "state_diff",

@@ -23,7 +23,6 @@ from harness.sim.user_behaviour import (
     PIVOT,
     PUSH_BACK,
     BehaviourPlayer,
-    as_user,
 )
 from harness.specs.load import load_agent, load_persona
 from harness.specs.located import SpecError
@@ -131,18 +130,17 @@ def test_an_unnamed_question_gets_the_next_fact(tmp_path: Path) -> None:
 def test_reactions_to_agent_errors_follow_the_rates_and_the_seed(tmp_path: Path) -> None:
     rates = {"pushback_rate": 0.5, "rephrase_rate": 0.1, "pivot_rate": 0.1, "abandon_rate": 0.2}
     found = suite(tmp_path, {"disclosure_first": 1.0, **rates})
-    request = as_user(found.task.scenario.reason)
     kinds = {
         PUSH_BACK: "pushback",
-        f"Let me put it another way: {request}": "rephrase",
         PIVOT: "pivot",
         ABANDON.format(stop=STOP): "abandon",
         ACCEPT.format(stop=STOP): "accept",
     }
-    seen = [
-        kinds[user_says(run(found, "refuser", tmp_path, seed, max_turns=2))[1]]
-        for seed in range(200)
-    ]
+    seen = []
+    for seed in range(200):
+        opening, reaction = user_says(run(found, "refuser", tmp_path, seed, max_turns=2))[:2]
+        rephrase = f"Let me put it another way: {opening}"  # the request and the facts it gave
+        seen.append({**kinds, rephrase: "rephrase"}[reaction])
     expected = {**{k.removesuffix("_rate"): v for k, v in rates.items()}, "accept": 0.1}
     for kind, rate in expected.items():
         assert abs(seen.count(kind) / 200 - rate) <= 0.07, (kind, seen.count(kind))

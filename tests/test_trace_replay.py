@@ -268,7 +268,12 @@ def openai_call(trace: str, call_id: str, messages, output, tools=None, thread=N
     }
 
 
-def root_call(trace: str, output="ok", thread=None) -> dict:
+THUMBS_UP = [{"feedback_type": "wandb.reaction.1", "payload": {"emoji": "👍"}}]
+
+
+def root_call(trace: str, output="ok", thread=None, feedback=THUMBS_UP) -> dict:
+    """A session's root call, rated with a thumbs-up by default: a session of known quality,
+    so that it makes a task even where its tool calls cannot be read."""
     return {
         "id": f"{trace}-root",
         "project_id": "acme/shop",
@@ -279,6 +284,7 @@ def root_call(trace: str, output="ok", thread=None) -> dict:
         "started_at": "2026-11-30T10:00:00",
         "inputs": {"text": "hi"},
         "output": output,
+        "feedback": feedback,
     }
 
 
@@ -528,11 +534,8 @@ def test_the_replay_domain_answers_what_production_answered() -> None:
         True,
         "Error: KeyError: 'Order O-9 not found'",
     )
-    assert call(order_id="O-5") == (
-        True,
-        'Error: no recorded result for lookup_order(order_id="O-5"): production never made this '
-        "call, so the replay cannot answer it",
-    )
+    # a call production never made answers like the nearest recording (a successful one first)
+    assert call(order_id="O-5") == (False, '{"status": "shipped"}')
     assert call(order=5) == (
         True,
         "Error: invalid arguments for lookup_order: arguments: 'order_id' is a required property",
@@ -542,8 +545,13 @@ def test_the_replay_domain_answers_what_production_answered() -> None:
         asyncio.run(fallback.call("lookup_order", {"order_id": "O-5"})).content
         == '{"status": "unknown"}'
     )
+    strict = replay({**REPLAY_STATE, "unrecorded": "error"})
+    assert asyncio.run(strict.call("lookup_order", {"order_id": "O-5"})).content == (
+        'Error: no recorded result for lookup_order(order_id="O-5"): production never made this '
+        "call, so the replay cannot answer it"
+    )
     with pytest.raises(ToolError, match="no recorded result for lookup_order"):
-        replay(REPLAY_STATE).call_data_tool("lookup_order", {"order_id": "O-7"})
+        strict.call_data_tool("lookup_order", {"order_id": "O-7"})
 
 
 def test_a_replay_task_names_only_its_recorded_tools(tmp_path: Path) -> None:

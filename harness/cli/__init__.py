@@ -5,6 +5,7 @@ prints, importing heavy modules inside the command so that `harness --help` stay
 from __future__ import annotations
 
 import gc
+import sys
 from typing import Annotated, Any
 
 # A command builds many objects that live until it ends (modules, a loaded suite, transcripts).
@@ -140,11 +141,18 @@ app.command()(view.view)
 
 def main() -> None:
     """Entry point of the `harness` command. A project file or plug-in that cannot be loaded
-    (registries load them on first use, wherever that is) is bad input: one line, exit 2."""
-    from harness.cli._common import PLUGIN_ERRORS
+    (registries load them on first use, wherever that is) is bad input: one line, exit 2.
+    Output piped into a reader that stops early (`harness export RUN | head`) is dropped once
+    the reader is gone, and the command ends as it would have, with its own exit code
+    (`tolerate_closed_pipes`)."""
+    from harness.cli._common import PLUGIN_ERRORS, tolerate_closed_pipes
 
+    tolerate_closed_pipes()
     try:
         app(prog_name="harness")
     except PLUGIN_ERRORS as exc:
         typer.echo(f"harness: {exc}", err=True)
         raise SystemExit(2) from None
+    finally:
+        for stream in (sys.stdout, sys.stderr):  # what is still buffered, while errors show
+            stream.flush()

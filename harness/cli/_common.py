@@ -3,6 +3,9 @@ options, and the printing of a finished pipeline."""
 
 from __future__ import annotations
 
+import io
+import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -180,6 +183,54 @@ def command_errors() -> Iterator[None]:
             raise
         echo_error(f"harness: error: {type(exc).__name__}: {exc}")
         raise typer.Exit(EXIT_HARNESS) from None
+
+
+class _ClosedPipeTolerant(io.FileIO):
+    """A standard stream's file descriptor that survives its reader going away: the first
+    write that finds the pipe closed (`harness export RUN | head`) puts /dev/null over the
+    descriptor, and this and every later write, by any object holding it, goes there.
+
+    Python ignores SIGPIPE, so without this a closed pipe is a `BrokenPipeError` wherever the
+    next write happens: in a command (reported as the harness's own failure, exit 3), in rich
+    (which exits 1, a failed decision, even for a passing gate), or at exit (a traceback). With
+    it the command runs to its end, and exits as it would have: what it does besides printing
+    (a gate's history, a climb's records) is done, and its exit code is its decision's."""
+
+    def write(self, data: Any) -> int:
+        try:
+            return super().write(data)
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self.fileno())
+            finally:
+                os.close(devnull)
+            return memoryview(data).nbytes  # written, as far as anyone reading can tell
+
+
+def tolerate_closed_pipes() -> None:
+    """Put `sys.stdout` and `sys.stderr` on `_ClosedPipeTolerant` descriptors, with the same
+    encoding, error handling and buffering as before (a stream that is not a file descriptor,
+    such as a test runner's capture, is left alone)."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            continue
+        stream.flush()
+        raw = _ClosedPipeTolerant(fd, "w", closefd=False)
+        setattr(
+            sys,
+            name,
+            io.TextIOWrapper(
+                io.BufferedWriter(raw),
+                encoding=stream.encoding,
+                errors=stream.errors,
+                line_buffering=stream.line_buffering,
+                write_through=getattr(stream, "write_through", False),
+            ),
+        )
 
 
 def echo_error(message: str) -> None:

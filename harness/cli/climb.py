@@ -62,11 +62,15 @@ def climb(
         use_project_of(Path(config))
         loaded = load_climb(Path(config), [Override.parse(o) for o in set_ or []])
         outcome = run_climb(loaded, options, resume or "", typer.echo)
+    from harness.climb.split import plural, split_text
+
     found, decision = outcome.search, outcome.acceptance
+    candidates = plural(found.candidates, "candidate")
     typer.echo(
-        f"climb {found.climb_id}: {found.candidates} candidates, {found.episodes} episodes, "
+        f"climb {found.climb_id}: {candidates}, {found.episodes} episodes, "
         f"${found.spent_usd + found.reflection_usd:.4f}; stopped by {found.stopped_by}"
     )
+    typer.echo(f"{split_text(found.split, final=True)}.")
     for line in decision.evidence:
         typer.echo(line)
     verdict = "SHIPPED" if decision.accepted else "NOT SHIPPED"

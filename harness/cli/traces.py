@@ -28,18 +28,21 @@ TraceStoreOpt = Annotated[Path, typer.Option(help="Local trace store.")]
 @traces_app.command("list")
 def traces_list(
     store: TraceStoreOpt = defaults.TRACE_STORE,
-    limit: Annotated[int, typer.Option(min=1, help="How many, newest first.")] = 50,
+    limit: Annotated[
+        int, typer.Option(min=1, help="How many episodes, and how many app sessions, newest first.")
+    ] = 50,
 ) -> None:
     """List recorded episodes (task, variant, trial, verdict, end reason, turns) and the
-    sessions apps recorded (root op, thread, status, feedback anywhere in the session)."""
+    sessions apps recorded, one row each (a thread, or a trace without one: root op, turns,
+    status, feedback anywhere in the session)."""
     from rich.table import Table
 
-    from harness.production.episodes import list_episodes, list_roots
+    from harness.production.episodes import list_episodes, list_sessions
 
     if not store.is_file():
         fail(f"{store}: no trace store (run an eval first)")
     console = make_console()
-    episodes, roots = list_episodes(store, limit), list_roots(store, limit)
+    episodes, sessions = list_episodes(store, limit), list_sessions(store, limit)
     table = Table(title=f"Episodes in {store}", title_justify="left")
     for column in ("id", "task", "variant", "trial", "verdict", "end reason", "turns", "run"):
         table.add_column(column, no_wrap=column == "verdict", overflow="fold")
@@ -55,24 +58,26 @@ def traces_list(
             str(t.turns) if t else "-",
             str(a.get("run_id", "")),
         )
-    if episodes or not roots:
+    if episodes or not sessions:
         console.print(table)
-    if roots:
-        calls = Table(title=f"Traces recorded by apps in {store}", title_justify="left")
-        for column in ("id", "op", "thread", "started", "status", "feedback"):
+    if sessions:
+        title = f"Sessions recorded by apps in {store} (one row a session: its thread, or trace)"
+        calls = Table(title=title, title_justify="left")
+        for column in ("id", "op", "thread", "started", "turns", "status", "feedback"):
             calls.add_column(column, no_wrap=column == "status", overflow="fold")
-        for root in roots:
+        for session in sessions:
             calls.add_row(
-                root.call_id[-8:],
-                root.op,
-                root.thread_id or "-",
-                root.started_at[:19],
-                root.status,
-                str(root.feedback),
+                session.call_id[-8:],
+                ", ".join(session.ops),
+                session.thread_id or "-",
+                session.started_at[:19],
+                "-" if session.turns is None else str(session.turns),
+                session.status,
+                str(session.feedback),
             )
         console.print(calls)
     interrupted = sum(e.status == "interrupted" for e in episodes) + sum(
-        r.status == "interrupted" for r in roots
+        s.status == "interrupted" for s in sessions
     )
     if interrupted:
         console.print(

@@ -14,6 +14,7 @@ from harness.climb.output import write_accepted
 from harness.climb.publish import log_climb
 from harness.climb.records import Progress
 from harness.climb.search import SearchResult, search
+from harness.climb.split import plural
 from harness.pipeline.runner import RunOptions
 from harness.pipeline.types import WandbRun
 from harness.specs.climb import Climb
@@ -49,7 +50,7 @@ def run_climb(
             return thread.submit(run_climb, loaded, options, climb_id, progress).result()
     found = search(loaded, options, climb_id, progress)
     try:
-        progress(f"search done: {found.candidates} candidates, {found.episodes} episodes")
+        progress(f"search done: {plural(found.candidates, 'candidate')}, {found.episodes} episodes")
         decision = accept(found)
         written = None
         if decision.accepted:
@@ -93,8 +94,10 @@ def record_decision(
         "split": {
             "train": found.split.train,
             "validation": found.split.validation,
-            "failure_clusters": found.split.clusters,
+            "clusters": found.split.clusters,  # task made from production: its failure cluster
+            "failure_clusters": len(set(found.split.clusters.values())),
         },
+        "nothing_to_learn": found.nothing_to_learn,
     }
     store.finish_climb(found.climb_id, "shipped" if decision.accepted else "not shipped", summary)
     if found.context.config.wandb.resolved_mode() == "disabled":

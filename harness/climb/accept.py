@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from harness.api.gate import gate_async
 from harness.climb.search import SearchResult
+from harness.climb.split import nothing_to_learn
 from harness.gate import load_gate_config
 from harness.stats import at_most
 
@@ -23,10 +24,16 @@ class Acceptance:
     evidence: list[str] = field(default_factory=list)
     production_run: str | None = None
     candidate_run: str | None = None
-    figures: dict[str, float] = field(default_factory=dict)  # rates and the paired test
+    figures: dict[str, float] = field(default_factory=dict)  # pass rates, the paired test
 
 
 def accept(result: SearchResult) -> Acceptance:
+    """The decision on the search's best candidate. The evidence labels every figure: the
+    gate decides on pass rates (the share of passing episodes, per task, averaged over
+    tasks), not on the mean score GEPA compares (a fail counting its weighted check score)."""
+    if result.nothing_to_learn:
+        trials = result.context.config.trials
+        return Acceptance(False, [nothing_to_learn(len(result.split.train), trials)])
     if not result.best:
         return Acceptance(False, ["no candidate beat production on the train tasks"])
     if not result.split.validation:
@@ -50,9 +57,11 @@ def accept(result: SearchResult) -> Acceptance:
     test = comparison.tasks
     evidence = [
         f"Validation: {len(result.split.validation)} held-out tasks x {config.trials} trial(s), "
-        f"fresh seeds: production {comparison.a.rate:.1%} -> candidate {comparison.b.rate:.1%}.",
-        f"Task-clustered difference {test.difference:+.1%} (95% CI {test.low:+.1%} to "
-        f"{test.high:+.1%}), one-sided p = {test.p_better:.4f} (alpha {gate_config.alpha:g}).",
+        f"fresh seeds; pass rate (as the gate measured it): production {comparison.a.rate:.1%} "
+        f"-> candidate {comparison.b.rate:.1%}.",
+        f"Task-clustered difference in pass rate {test.difference:+.1%} (95% CI "
+        f"{test.low:+.1%} to {test.high:+.1%}), one-sided p = {test.p_better:.4f} "
+        f"(alpha {gate_config.alpha:g}).",
     ]
     reasons = [f"gate: {line}" for line in (*gate.reasons, *gate.undecided)]
     # better must hold with production's errors counted as passes and the candidate's as fails
@@ -67,11 +76,11 @@ def accept(result: SearchResult) -> Acceptance:
     if accepted:
         reasons = ["the gate passes and the candidate is better on the held-out tasks"]
     figures = {
-        "production_rate": comparison.a.rate,
-        "candidate_rate": comparison.b.rate,
-        "difference": test.difference,
-        "difference_low": test.low,
-        "difference_high": test.high,
+        "production_pass_rate": comparison.a.rate,
+        "candidate_pass_rate": comparison.b.rate,
+        "pass_rate_difference": test.difference,
+        "pass_rate_difference_low": test.low,
+        "pass_rate_difference_high": test.high,
         "p_better": test.p_better,
         "alpha": gate_config.alpha,
     }

@@ -30,13 +30,21 @@ class Episode:
 
 @dataclass
 class Evaluation:
-    """One evaluation of a candidate on some tasks (a stored run)."""
+    """One evaluation of a candidate on some tasks (a stored run): per task, its score (what
+    GEPA compares: a pass 1, a fail its weighted check score, an error 0, averaged over trials)
+    and its pass rate (the share of its trials that passed, what the gate decides on)."""
 
     candidate: str
     run_id: str | None
     scores: dict[str, float]
     cost_usd: float
     episodes: int
+    passes: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def pass_rate(self) -> float:
+        """The mean of the per-task pass rates, as a run's pass rate is reckoned."""
+        return sum(self.passes.values()) / len(self.passes) if self.passes else 0.0
 
 
 @dataclass
@@ -135,7 +143,9 @@ class HarnessAdapter:
         episodes, scores, cost = scored(played, task_ids)
         self.spent_usd += cost
         self.episodes_played += len(task_ids) * trials
-        evaluation = Evaluation(ident, played.run_id, scores, cost, len(task_ids) * trials)
+        evaluation = Evaluation(
+            ident, played.run_id, scores, cost, len(task_ids) * trials, pass_rates(played, task_ids)
+        )
         if ctx.recorder is not None:
             ctx.recorder.evaluated(evaluation, changed, texts, purpose)
         return evaluation, episodes
@@ -169,6 +179,18 @@ def scored(played: Played, task_ids: list[str]) -> tuple[list[Episode], dict[str
         worst = min(trials, key=lambda episode: _score(episode[1]), default=(None, None))
         episodes.append(Episode(task_id, *worst))
     return episodes, scores, cost
+
+
+def pass_rates(played: Played, task_ids: list[str]) -> dict[str, float]:
+    """Per task, the share of its played trials that passed ({} when the evaluation produced
+    no run; a task without an episode, 0)."""
+    if played.run_id is None:
+        return {}
+    outcomes: dict[str, list[bool]] = {task_id: [] for task_id in task_ids}
+    for transcript, verdict in played.episodes:
+        if transcript.task_id in outcomes:
+            outcomes[transcript.task_id].append(verdict is not None and verdict.outcome == "pass")
+    return {t: sum(found) / len(found) if found else 0.0 for t, found in outcomes.items()}
 
 
 def _score(verdict: Verdict | None) -> float:

@@ -78,7 +78,10 @@ class ClimbRecorder:
     def on_candidate_rejected(self, event: dict[str, Any]) -> None:
         if self.proposed:
             parent = self.parent[0]
-            note = f"not better than its parent {parent} on a minibatch: {event['reason']}"
+            note = (
+                f"not better than its parent {parent} on a minibatch (GEPA compares the sums "
+                f"of the tasks' mean scores): {event['reason']}"
+            )
             self.store.set_candidate_status(self.climb_id, self.proposed, "rejected", note)
 
     # The adapter's hook
@@ -120,11 +123,24 @@ class ClimbRecorder:
             self.episodes += evaluation.episodes
         if purpose == "search" and len(info.scores) == self.train_size:  # GEPA's own measure
             self.best_mean[ident] = max(self.best_mean.get(ident, 0.0), info.mean)
+        self.progress(self.line(evaluation, info, purpose))
+
+    def line(self, evaluation: Evaluation, info: EvaluationInfo, purpose: str) -> str:
+        """The progress line of an evaluation, every figure named: its pass rate (what the gate
+        decides on) and mean score (what GEPA compares: a fail counts its check score), which
+        differ whenever a task fails with some checks passing."""
+        figures = (
+            f"pass rate {evaluation.pass_rate:.0%}, mean score {info.mean:.0%} on "
+            f"{len(info.scores)} {'held-out ' if purpose == 'acceptance' else ''}tasks "
+            f"(run {evaluation.run_id})"
+        )
+        line = f"candidate {evaluation.candidate} ({purpose}): {figures}"
+        if purpose == "acceptance":  # the search's figures are settled by now
+            return f"{line}; ${self.spent():.4f} spent"
         best = max(self.best_mean.items(), key=lambda kv: kv[1], default=("none", 0.0))
-        self.progress(
-            f"candidate {ident} ({purpose}): {info.mean:.0%} on {len(info.scores)} tasks (run "
-            f"{evaluation.run_id}); best on the train set {best[0]} {best[1]:.0%}; {self.episodes} "
-            f"episodes, ${self.spent():.4f} spent"
+        return (
+            f"{line}; best mean score on the train set: {best[0]} {best[1]:.0%}; "
+            f"{self.episodes} episodes, ${self.spent():.4f} spent"
         )
 
     def invalid(self, texts: dict[str, str], reason: str) -> None:

@@ -4,7 +4,6 @@ production and regresses nothing."""
 
 from __future__ import annotations
 
-import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,29 +14,25 @@ from harness.climb.adapter import ClimbContext, HarnessAdapter
 from harness.climb.candidates import CandidateVariants, candidate_id, changes, seed_candidate
 from harness.climb.records import ClimbRecorder, Progress
 from harness.climb.session import ClimbSession, check_options
+from harness.climb.split import (
+    Split,
+    nothing_to_learn,
+    require_both_sides,
+    split_line,
+    split_tasks,
+)
 from harness.defaults import STATE_DIR
 from harness.grading.requirements import missing_isolation, missing_judge, project_judge
 from harness.models import CompletionParams
 from harness.pipeline.runner import RunOptions
 from harness.sim.suite import TaskCase
 from harness.sim.taskset import LoadTasksParams, load_task_set
-from harness.specs.climb import Climb, ClimbTasks, Selection
+from harness.specs.climb import Climb
 from harness.specs.load import Loaded
 from harness.specs.located import SpecError
 from harness.specs.overrides import Override
-from harness.specs.task import Provenance
 from harness.store import new_id
 from harness.transcript import Message
-
-
-@dataclass
-class Split:
-    """Task ids reflected on, and held out for acceptance; `clusters` counts the failure
-    clusters (`source.signature`) of the tasks made from production that were split."""
-
-    train: list[str]
-    validation: list[str]
-    clusters: int = 0
 
 
 @dataclass
@@ -57,133 +52,12 @@ class SearchResult:
     adapter: HarnessAdapter = field(repr=False)
     context: ClimbContext = field(repr=False)
     recorder: ClimbRecorder = field(repr=False)
+    # production passed every train task: the search stopped before proposing anything
+    nothing_to_learn: bool = False
 
     @property
     def session(self) -> ClimbSession:
         return self.context.session
-
-
-def split_tasks(cases: list[TaskCase], spec: ClimbTasks) -> Split:
-    """Train and validation ids: as selected, or a seeded random split; hand-written
-    regression-tagged tasks always held out. Tasks made from production are all tagged
-    regression, yet they are what the flywheel gives the climb to learn from: unless
-    `split_production` is off they are split too, stratified by failure cluster."""
-
-    def chosen(selection: Selection, case: TaskCase) -> bool:
-        task = case.task
-        return (
-            task.id in selection.ids
-            or bool(set(selection.tags) & set(task.tags))
-            or task.level in selection.levels
-        )
-
-    sources = {c.task.id: c.task.source for c in cases if from_production(c, spec)}
-    held = {c.task.id for c in cases if always_held(c, spec)}
-    if spec.train is not None:
-        train = [c.task.id for c in cases if chosen(spec.train, c)]
-    else:
-        pool = [c.task.id for c in cases if c.task.id not in held and c.task.id not in sources]
-        shuffled = random.Random(spec.seed).sample(pool, len(pool))
-        train = shuffled[: max(1, round(len(pool) * (1 - spec.validation_fraction)))]
-        train = sorted(train + production_train(sources, spec))
-    train = [t for t in train if t not in held]
-    if spec.validation is not None:
-        validation = [c.task.id for c in cases if chosen(spec.validation, c) or c.task.id in held]
-    else:
-        validation = [c.task.id for c in cases if c.task.id not in train]
-    clusters = len({source.signature for source in sources.values() if source})
-    return Split(train, [t for t in validation if t not in train], clusters)
-
-
-def from_production(case: TaskCase, spec: ClimbTasks) -> bool:
-    """A task `harness traces to-tasks` made (it has a `source`), split like any other task."""
-    return spec.split_production and case.task.source is not None
-
-
-def always_held(case: TaskCase, spec: ClimbTasks) -> bool:
-    """A regression-tagged task the climb never reflects on: a hand-written one (or any, when
-    production tasks are not split)."""
-    tagged = bool(set(case.task.tags) & set(spec.regression_tags))
-    return tagged and not from_production(case, spec)
-
-
-def production_train(sources: dict[str, Provenance | None], spec: ClimbTasks) -> list[str]:
-    """The train ids among tasks made from production (id -> `source`), so that each failure
-    mode is both learned from and checked on held-out tasks: a cluster (`source.signature`) of
-    two or more tasks has tasks on each side; single-task clusters are split by the seed within
-    each kind (failure, success), about `validation_fraction` held out, every kind kept on
-    train, and both sides given one when there are two or more."""
-    rng = random.Random(spec.seed)
-    clusters: dict[str, list[str]] = {}
-    kinds: dict[str, str] = {}
-    for task_id, source in sources.items():
-        if source is not None:
-            clusters.setdefault(source.signature, []).append(task_id)
-            kinds[task_id] = source.kind
-    train: list[str] = []
-    singles: dict[str, list[str]] = {}
-    for signature in sorted(clusters):
-        ids = sorted(clusters[signature])
-        if len(ids) == 1:
-            singles.setdefault(kinds[ids[0]], []).append(ids[0])
-            continue
-        rng.shuffle(ids)
-        out = min(max(1, _half_up(len(ids) * spec.validation_fraction)), len(ids) - 1)
-        train += ids[out:]
-    # Rounding the running count keeps the total near the fraction across kinds.
-    kept: dict[str, list[str]] = {}
-    seen = held = 0
-    for kind in sorted(singles):  # "failure" before "success"
-        ids = sorted(singles[kind])
-        rng.shuffle(ids)
-        seen += len(ids)
-        out = max(0, min(_half_up(seen * spec.validation_fraction) - held, len(ids) - 1))
-        held += out
-        kept[kind] = ids[out:]
-    if held == 0 and seen >= 2:
-        # One task of each kind: hold one out anyway, a success before a failure, since the
-        # climb learns from failing transcripts.
-        kind = max(sorted(kept), key=lambda k: (len(kept[k]), k == "success"))
-        kept[kind].pop()
-    return train + [task_id for ids in kept.values() for task_id in ids]
-
-
-def _half_up(value: float) -> int:
-    """`value` rounded, halves up (`round` sends 2.5 to 2)."""
-    return int(value + 0.5)
-
-
-def require_both_sides(split: Split, cases: list[TaskCase], loaded: Loaded[Climb]) -> None:
-    """A climb reflects on train tasks and is accepted on held-out ones: with either side
-    empty there is nothing to climb, which is bad input, said in one line before GEPA starts
-    (GEPA itself fails obscurely on an empty train set)."""
-    spec = loaded.spec.tasks
-    if not split.validation:
-        message = (
-            f"0 held-out tasks after the split ({len(cases)} tasks, all train); a candidate "
-            "ships only through the gate on held-out tasks: set tasks.validation or add tasks"
-        )
-        raise SpecError([loaded.problem(("tasks",), message)])
-    if split.train:
-        return
-    tags = " or ".join(spec.regression_tags)
-    held = sum(always_held(c, spec) for c in cases)
-    if spec.train is not None:
-        message = (
-            f"0 train tasks: tasks.train selects none of the {len(cases) - held} tasks that "
-            "are not always held out"
-        )
-        message += f" ({held} tagged {tags} are)" if held else ""
-        raise SpecError([loaded.problem(("tasks", "train"), message)])
-    fixes = ["set tasks.train", f"add tasks not tagged {tags}", "change tasks.regression_tags"]
-    if not spec.split_production and any(c.task.source for c in cases):
-        fixes.insert(0, "set tasks.split_production: true")
-    everything = "all" if held == len(cases) else str(held)
-    message = (
-        f"0 train tasks after the split ({len(cases)} tasks, {everything} held out: tagged "
-        f"{tags}); {', '.join(fixes[:-1])} or {fixes[-1]}"
-    )
-    raise SpecError([loaded.problem(("tasks",), message)])
 
 
 def require_judge(cases: list[TaskCase], loaded: Loaded[Climb]) -> None:
@@ -205,13 +79,22 @@ def require_isolation(cases: list[TaskCase], loaded: Loaded[Climb], unsafe: bool
         raise SpecError([loaded.problem(("tasks",), missing)])
 
 
-def split_line(climb_id: str, split: Split) -> str:
-    """The progress line of the split, with the production clusters (failure modes and kinds of
-    success) its production tasks came from."""
-    line = f"climb {climb_id}: {len(split.train)} train, {len(split.validation)} held-out tasks"
-    if split.clusters:
-        line += f" ({split.clusters} production cluster{'s' if split.clusters != 1 else ''})"
-    return line
+class PassesEveryTrainTask:
+    """A stop condition of the search: production (GEPA's seed, evaluated on the whole train
+    set before the first proposal) passed every train task in every trial. Said once, plainly,
+    in the progress."""
+
+    def __init__(self, train: int, trials: int, progress: Progress):
+        self.train, self.trials, self.progress = train, trials, progress
+        self.stopped = False
+
+    def __call__(self, state: Any) -> bool:
+        if not self.stopped:
+            scores = state.prog_candidate_val_subscores[0]  # the seed's, by train task
+            self.stopped = len(scores) == self.train and all(s >= 1.0 for s in scores.values())
+            if self.stopped:
+                self.progress(f"search stopped: {nothing_to_learn(self.train, self.trials)}")
+        return self.stopped
 
 
 def search(
@@ -283,8 +166,12 @@ def _search(
         len(split.train),
     )
     context.recorder = recorder
-    stoppers: list[Any] = [lambda state: reflection.spent + adapter.spent_usd > budget_usd]
     budget_usd = config.budget.usd if config.budget.usd is not None else float("inf")
+    perfect = PassesEveryTrainTask(len(split.train), config.trials, progress)
+    stoppers: list[Any] = [
+        perfect,
+        lambda state: reflection.spent + adapter.spent_usd > budget_usd,
+    ]
     if config.budget.minutes is not None:
         stoppers.append(TimeoutStopCondition(config.budget.minutes * 60))
     if config.budget.candidates is not None:
@@ -321,6 +208,7 @@ def _search(
         adapter=adapter,
         context=context,
         recorder=recorder,
+        nothing_to_learn=perfect.stopped,
     )
     found.stopped_by = _stop_reason(found, time.monotonic() - started)
     return found
@@ -388,6 +276,8 @@ def _lineage(result: Any, seed: dict[str, str], config: Climb) -> list[str]:
 def _stop_reason(found: SearchResult, seconds: float) -> str:
     """Which limit ended the search."""
     budget = found.context.config.budget
+    if found.nothing_to_learn:
+        return "production passing every train task"
     if found.episodes >= budget.episodes:
         return f"episode budget ({budget.episodes})"
     if budget.candidates is not None and found.recorder.iterations >= budget.candidates:

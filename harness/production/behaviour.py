@@ -5,6 +5,23 @@ it counts, so that the same measures apply to simulated conversations (the sim-t
 and to production sessions read by `measure_calls` through the sources and reconstruction
 `harness traces to-tasks` uses. Words and patterns are deliberately crude, language-neutral
 where possible, and stated here: a measure is only useful when everyone knows what it counts.
+
+Reactions are read from what the user saw, because that is what a user reacts to:
+- an *error event* is an agent reply that tells the user something failed or cannot be done
+  (`reactions.AGENT_ERROR`: cannot, unable, failed, unavailable, unfortunately, ...), or a turn
+  whose tool failed (raised, or returned an error value) where the reply does not claim success
+  (`outcomes.SUCCESS_CLAIM`). An apology or empathy alone ("I'm sorry to hear that", "sorry
+  for the wait") refuses nothing: real agents say it before a question or a success, and
+  reading it as a refusal turned the answers that follow into "pivots". A success claimed
+  after a failed tool ("Done!" after a failed upload) hides the failure: the user saw a
+  success, so a "thanks" after it is no acceptance of an error;
+- the user *abandons* when the session ends after the event without another word, or the next
+  turn leaves (`reactions.LEAVE`: "forget it", "I give up", going elsewhere) without asking or
+  giving anything; simulated users leave by saying so and then sending the harness's stop signal,
+  production users by saying so or by silence, and both read as abandonment;
+- the harness's control signals (`###STOP###` and the others) are not the user's words: they are
+  removed before measuring, and a turn that held nothing else is the user leaving, as silence is
+  in production.
 """
 
 from __future__ import annotations
@@ -15,13 +32,15 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.defaults import STOP_SIGNALS
 from harness.domains import Environment, trace_replay
-from harness.outcomes import DEFAULT, ErrorValues
+from harness.outcomes import DEFAULT, SUCCESS_CLAIM, ErrorValues
 from harness.production.calls import CallRecord, Filters, Unreadable
 from harness.production.convert import IDS, POLITE
 from harness.production.derive import AMOUNTS
 from harness.production.failures import EMAILS, admitted, failure_of
 from harness.production.reconstruct import Conversation, conversations
+from harness.reactions import LEAVE, reports_error
 from harness.transcript import Message
 
 HASH_IDS = re.compile(r"#\d+\b")  # `#1234`
@@ -41,11 +60,7 @@ QUESTION_WORDS = re.compile(
     re.IGNORECASE,
 )
 SENTENCES = re.compile(r"[.!;\n]+")
-REFUSAL = re.compile(
-    r"\b(sorry|apologi[sz]e|apologies|cannot|can't|can ?not|unable|not able|error|failed|"
-    r"not allowed|not possible)\b",
-    re.IGNORECASE,
-)
+SIGNALS = re.compile("|".join(re.escape(signal) for signal in STOP_SIGNALS))
 PUSHBACK = re.compile(
     r"\b(no|still|again|already|told you|insist|unacceptable|ridiculous|seriously|come on|"
     r"why not|that's wrong|not what i)\b",
@@ -95,8 +110,10 @@ class SessionBehaviour(BaseModel):
     )
     error_events: int = Field(
         default=0,
-        description="Agent replies that are an error or a refusal (apology, cannot, unable, "
-        "error words, or a tool error in the same turn).",
+        description="Agent replies that tell the user of an error or a refusal (cannot, unable, "
+        "failed, unavailable, unfortunately, ...; an apology alone is not one), or that follow "
+        "a failed tool without claiming success. A success claimed after a failed tool is no "
+        "event: the user was told it worked.",
     )
     pushback: float | None = Field(
         default=None,
@@ -112,7 +129,8 @@ class SessionBehaviour(BaseModel):
     pivot: float | None = Field(
         default=None,
         description="Share of error events answered by anything else: a new request, a "
-        "question, another topic. None: no error event.",
+        "question, another topic (an answer to a question the reply asked among them). None: "
+        "no error event.",
     )
     accept: float | None = Field(
         default=None,
@@ -122,14 +140,16 @@ class SessionBehaviour(BaseModel):
     )
     abandon: float | None = Field(
         default=None,
-        description="Share of error events after which the user said nothing more. None: no "
-        "error event.",
+        description="Share of error events after which the user said nothing more, or left "
+        "with words (forget it, I give up, going elsewhere; without a question or a fact). "
+        "None: no error event.",
     )
     user_turns: int = Field(default=0, description="Number of non-empty user turns.")
     abandoned: bool = Field(
         default=False,
-        description="The session ends right after an agent error or refusal, or the session's "
-        "attributes say its goal was not reached (`goal_reached: false`).",
+        description="The user left unsatisfied: the last error event was abandoned, or the "
+        "last user turn leaves (see `abandon`), or the session's attributes say its goal was not "
+        "reached (`goal_reached: false`).",
     )
     words_per_turn: float = Field(default=0.0, description="Mean number of words per user turn.")
     question_rate: float = Field(default=0.0, description="Share of user turns containing `?`.")
@@ -154,6 +174,32 @@ class SessionBehaviour(BaseModel):
         default=1.0,
         description="Language proxy: share of the user's letters that are ASCII (1 for "
         "English-like text, lower for other scripts and accented languages).",
+    )
+    # The style of the opening message alone. Every session has exactly one, written before
+    # the agent did anything, so it shows the user and not the session's luck: the measures
+    # over all turns also count the turns an agent error or a settled request added (a terse
+    # user's "what are your store hours" after a refusal, "ok thanks anyway" after another),
+    # and profiles clustered on them split one population by what happened to it.
+    opening_words: float = Field(default=0.0, description="Words in the first user message.")
+    opening_exclamation: bool = Field(
+        default=False, description="The first user message contains `!`."
+    )
+    opening_capitals: float = Field(
+        default=0.0, description="Share of the first user message's letters that are upper case."
+    )
+    opening_emoji: bool = Field(
+        default=False, description="The first user message has an emoji or pictographic symbol."
+    )
+    opening_typos: float = Field(
+        default=0.0, description="Share of the first user message's words that `is_typo` flags."
+    )
+    opening_formality: float = Field(
+        default=0.0,
+        description="Greetings, please and thanks (hi, hello, please, thanks, thank you) in the "
+        "first user message.",
+    )
+    opening_ascii: float = Field(
+        default=1.0, description="Share of the first user message's letters that are ASCII."
     )
 
 
@@ -208,9 +254,15 @@ def overlap(one: str, other: str) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
-def is_refusal(text: str) -> bool:
-    """An agent reply that apologises, refuses or reports an error (see `REFUSAL`)."""
-    return bool(REFUSAL.search(text))
+def sees_error(reply: str, tool_failed: bool = False) -> bool:
+    """Whether the user was shown an error: the reply reports one, or a tool of the turn failed
+    and the reply does not claim success (a claimed success hides the failure from the user)."""
+    return reports_error(reply) or (tool_failed and not SUCCESS_CLAIM.search(reply))
+
+
+def leaves(text: str) -> bool:
+    """A turn that leaves the conversation: leaving words (`LEAVE`), no question, no fact."""
+    return bool(LEAVE.search(text)) and not asks_back(text) and not facts(text)
 
 
 def accepts(text: str) -> bool:
@@ -225,9 +277,9 @@ def accepts(text: str) -> bool:
 
 def reaction(reply: str | None, earlier: list[str]) -> str:
     """What a user's next turn does after an agent error, the first that applies: `abandon`
-    (no next turn), `pushback` (insisting words), `rephrase` (overlaps an earlier user turn),
-    `accept` (see `accepts`), else `pivot`."""
-    if reply is None:
+    (no next turn, or a turn that `leaves`), `pushback` (insisting words), `rephrase` (overlaps
+    an earlier user turn), `accept` (see `accepts`), else `pivot`."""
+    if reply is None or leaves(reply):
         return "abandon"
     if PUSHBACK.search(reply):
         return "pushback"
@@ -273,15 +325,31 @@ class Exchange:
     reply: str | None
     tool_error: bool = False
 
+    @property
+    def error_event(self) -> bool:
+        """The user was shown an error here (see `sees_error`)."""
+        return self.reply is not None and sees_error(self.reply, self.tool_error)
 
-def exchanges(messages: list[Message]) -> list[Exchange]:
-    """The user turns in order, each with the agent's visible reply and whether a tool of
-    that turn failed; messages before the first user turn are ignored."""
+
+def user_words(text: str) -> str:
+    """A user turn without the harness's control signals (`###STOP###`, ...)."""
+    return SIGNALS.sub(" ", text).strip() if "###" in text else text.strip()
+
+
+def exchanges(messages: list[Message], error_values: ErrorValues = DEFAULT) -> list[Exchange]:
+    """The user turns in order (their control signals removed; a turn of nothing else is no
+    turn), each with the agent's visible reply and whether a tool of that turn failed (raised,
+    or returned an error value); messages before the first user turn are ignored."""
     found: list[Exchange] = []
     for message in messages:
-        if message.role == "user" and message.content.strip():
-            found.append(Exchange(message.content, None))
-        elif found and message.role == "tool" and message.is_error:
+        if message.role == "user":
+            if text := user_words(message.content):
+                found.append(Exchange(text, None))
+        elif (
+            found
+            and message.role == "tool"
+            and (message.is_error or error_values.of(message.content) is not None)
+        ):
             found[-1].tool_error = True
         elif found and message.role == "assistant" and message.content:
             last = found[-1]
@@ -296,23 +364,28 @@ def measure(
     key: str = "",
     goal_reached: bool | None = None,
     patterns: Sequence[re.Pattern[str]] = FACTS,
+    error_values: ErrorValues = DEFAULT,
+    cut_off: bool = False,
 ) -> SessionBehaviour:
     """The behaviour of the user of one conversation (see `SessionBehaviour`); `patterns`:
-    what counts as a fact (`fact_patterns` adds a domain's ids)."""
-    turns = exchanges(messages)
+    what counts as a fact (`fact_patterns` adds a domain's ids); `error_values`: which tool
+    results are failures returned as values; `cut_off`: something other than the user ended
+    the conversation (a simulated episode's turn limit or timeout), so an error in the last
+    reply had no chance of a reaction and is not counted (not as an abandonment either)."""
+    turns = exchanges(messages, error_values)
     users = [t.user for t in turns]
     if not users:
         return SessionBehaviour(key=key)
     events = [
         reaction(turns[i + 1].user if i + 1 < len(turns) else None, users[: i + 1])
         for i, t in enumerate(turns)
-        if t.reply is not None and (t.tool_error or is_refusal(t.reply))
+        if t.error_event and not (cut_off and i + 1 == len(turns))
     ]
     rates = {r: (events.count(r) / len(events) if events else None) for r in REACTIONS}
     answered = [
         turns[i + 1].user
         for i, t in enumerate(turns[:-1])
-        if t.reply is not None and "?" in t.reply and not (t.tool_error or is_refusal(t.reply))
+        if t.reply is not None and "?" in t.reply and not t.error_event
     ]
     return SessionBehaviour(
         key=key,
@@ -324,7 +397,9 @@ def measure(
         error_events=len(events),
         **rates,
         user_turns=len(users),
-        abandoned=bool(events and events[-1] == "abandon") or goal_reached is False,
+        abandoned=bool(events and events[-1] == "abandon")
+        or (len(users) > 1 and leaves(users[-1]))
+        or goal_reached is False,
         words_per_turn=sum(len(words(u)) for u in users) / len(users),
         question_rate=share(users, lambda u: "?" in u),
         exclamation_rate=share(users, lambda u: "!" in u),
@@ -333,11 +408,20 @@ def measure(
         typos=typos(users),
         formality=sum(len(POLITE.findall(u)) for u in users) / len(users),
         ascii_letters=letters_share(users, "ascii"),
+        opening_words=len(words(users[0])),
+        opening_exclamation="!" in users[0],
+        opening_capitals=letters_share(users[:1], "upper"),
+        opening_emoji=bool(EMOJI.search(users[0])),
+        opening_typos=typos(users[:1]),
+        opening_formality=len(POLITE.findall(users[0])),
+        opening_ascii=letters_share(users[:1], "ascii"),
     )
 
 
 def measure_conversation(
-    conversation: Conversation, patterns: Sequence[re.Pattern[str]] = FACTS
+    conversation: Conversation,
+    patterns: Sequence[re.Pattern[str]] = FACTS,
+    error_values: ErrorValues = DEFAULT,
 ) -> SessionBehaviour:
     """A production conversation's user behaviour; `goal_reached` from its attributes."""
     goal = conversation.attributes.get("goal_reached")
@@ -346,6 +430,7 @@ def measure_conversation(
         conversation.key,
         goal if isinstance(goal, bool) else None,
         patterns,
+        error_values,
     )
 
 
@@ -373,4 +458,4 @@ def measure_calls(
     """Each session of the calls (from any source `traces to-tasks` reads) that the filters
     admit, measured; unreadable ones go to `problems`."""
     for conversation in sessions(calls, filters or Filters(), problems, error_values):
-        yield measure_conversation(conversation, patterns)
+        yield measure_conversation(conversation, patterns, error_values)

@@ -43,7 +43,7 @@ from harness.models import ModelRuntime
 from harness.outcomes import DEFAULT, ErrorValues
 from harness.production.behaviour import sessions
 from harness.production.calls import CallRecord, Filters, Unreadable
-from harness.production.failures import EXPECTED, failure_of
+from harness.production.failures import EXPECTED, POSITIVE_EMOJI, POSITIVE_LABELS, failure_of
 from harness.production.reconstruct import Conversation
 from harness.specs.agent import ModelRef
 from harness.specs.task import Task
@@ -53,20 +53,6 @@ POSTERIOR_DRAWS = 20_000
 POSTERIOR_SEED = 0
 CONFIDENCE = 0.95
 CELLS = ("pass_good", "pass_bad", "fail_good", "fail_bad")
-
-POSITIVE_EMOJI = {
-    "👍",
-    "👍🏻",
-    "👍🏼",
-    "👍🏽",
-    "👍🏾",
-    "👍🏿",
-    "thumbsup",
-    "thumbs_up",
-    "+1",
-    ":+1:",
-}
-POSITIVE_LABELS = {"good", "right", "correct", "positive", "pass", "passed", "helpful", "yes"}
 
 
 def human_label(conversation: Conversation) -> str | None:

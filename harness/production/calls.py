@@ -1,7 +1,10 @@
 """Weave calls as plain records, from any source: the Weave service, the local trace store, or
 a JSONL export (one call per line in the trace server's call schema).
 
-Every source is a stream: calls are read one by one and never held all at once.
+Every source is a stream: calls are read one by one and never held all at once. Whatever the
+source, inputs and outputs are plain JSON data, read by `harness.tracing.plain`: weave's objects
+(an Anthropic `Message` comes back as an `ObjectRecord`), its containers and boxed values, and
+its encoding of them in a raw export, for whichever client weave patched.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from harness.tracing.plain import plain
 
 
 class CallRecord(BaseModel):
@@ -79,26 +84,11 @@ class CallRecord(BaseModel):
         return "Exception", str(parsed)
 
 
-def _plain(value: Any) -> Any:
-    """Weave's containers and datetimes as JSON data."""
-    return json.loads(json.dumps(value, default=_default))
-
-
-def _default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return dict(value)
-    if isinstance(value, list | tuple):
-        return list(value)
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    return str(value)
-
-
 def from_weave(call: Any) -> CallRecord:
-    """A record of a call read through the weave client (feedback included when asked for)."""
-    data = _plain(call.to_dict())
+    """A record of a call read through the weave client (feedback included when asked for),
+    every value as plain JSON data (`harness.tracing.plain`): an Anthropic `Message` reply is
+    the dict of its fields, never the text `ObjectRecord({...})`."""
+    data = plain(call.to_dict())
     summary = data.get("summary") or {}
     data["feedback"] = (summary.get("weave") or {}).get("feedback") or []
     data["id"] = call.id
@@ -211,8 +201,27 @@ class Unreadable:
         return f"{self.where}: {self.why}"
 
 
+# A line written by another exporter than `write_jsonl` (the W&B API's `calls/stream_query`)
+# keeps weave's encoding of objects (`_class_name`, `_bases`) and of arguments not given (the
+# SDKs' sentinels as text). Substrings, not a regular expression: a search costs ~1 s per
+# 100,000 lines, these ~0.05 s.
+_ENCODED = ('"_class_name"', "NOT_GIVEN", " object at 0x")
+
+
+def _encoded(line: str) -> bool:
+    return any(mark in line for mark in _ENCODED)
+
+
+def _decoded(record: CallRecord) -> CallRecord:
+    """A record whose inputs and output were written in weave's encoding, as plain data."""
+    record.inputs, record.output = plain(record.inputs), plain(record.output)
+    return record
+
+
 def read_jsonl(path: Path, filters: Filters, problems: list[Unreadable]) -> Iterator[CallRecord]:
-    """Calls from a JSONL export; a malformed line is reported and skipped."""
+    """Calls from a JSONL export; a malformed line is reported and skipped. Objects in weave's
+    encoding (an export made with the W&B API) are read as plain data, as from the client;
+    only the lines that hold such an encoding pay for it."""
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
@@ -224,6 +233,8 @@ def read_jsonl(path: Path, filters: Filters, problems: list[Unreadable]) -> Iter
                 reason = first[0] if len(first) < 3 else f"{first[1]}: {first[2].strip()}"
                 problems.append(Unreadable(f"{path}:{number}", f"not a call: {reason}"))
                 continue
+            if _encoded(line):
+                record = _decoded(record)
             if filters.admits(record):
                 yield record
 

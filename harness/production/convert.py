@@ -11,7 +11,11 @@ correct behaviour; this module makes each cluster a task that replays against th
 - the simulated user gets the first message verbatim and a scenario (the request, the goal, the
   ids, emails and amounts the user gave); its later turns are played by `--persona-model`, or
   else replayed from production in order, and the task is tagged `replayed-turns` because the
-  replayed turns answer the old agent whatever the new one says.
+  replayed turns answer the old agent whatever the new one says;
+- no check holds a value the server generated in the session (`derive.generated`), and a
+  success task says why it is one (`source.reasons`, and a tag: `rated-positive` for a session
+  users rated well, `completed-unrated` for one with no failure signal and a completed
+  outcome).
 
 A cluster that cannot become a valid task (a domain hook that raises on another app's data, a
 task the loader would refuse) is reported and skipped; the others are written, each file
@@ -20,7 +24,9 @@ atomically, and only after every task was built: a conversion never leaves half 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 import re
 import tempfile
@@ -178,26 +184,6 @@ def _start(
     return start, expected
 
 
-def _corrected_calls(
-    checks: list[dict[str, Any]], recordings: list[dict[str, Any]]
-) -> dict[str, dict[str, list[str]]]:
-    """Replay matching for the calls a check requires with corrected arguments (`priority:
-    high` where production sent `normal`): production never made that call, so the replay
-    answers it with the recording of the same tool, ignoring the corrected arguments."""
-    matching: dict[str, dict[str, list[str]]] = {}
-    for check in checks:
-        if check["kind"] != "tool_called" or check.get("max_count") == 0:
-            continue
-        made = [r["arguments"] for r in recordings if r["tool"] == check["tool"]]
-        args = check.get("args") or {}
-        if not made or any(all(m.get(k) == v for k, v in args.items()) for m in made):
-            continue
-        corrected = [k for k in args if all(m.get(k) != args[k] for m in made)]
-        ignored = matching.setdefault(check["tool"], {"ignore": []})["ignore"]
-        ignored += [k for k in corrected if k not in ignored]
-    return matching
-
-
 def _recording(observation: Observation) -> dict[str, Any]:
     recorded = {"tool": observation.name, "arguments": observation.arguments}
     if observation.error is not None:
@@ -222,6 +208,17 @@ def _hook(
         ) from None
 
 
+def _known(start: dict[str, Any], options: TaskOptions) -> str:
+    """The start state's text (a user domain's snapshot, and what production's lookups
+    revealed): its values are facts of the state, not values the server generated."""
+    parts = [json.dumps(start.get("state") or {}, ensure_ascii=False)] if not options.replay else []
+    if options.state_file is not None:
+        # the task names the file; a missing one is the loader's to report
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            parts.append(options.state_file.read_text())
+    return "\n".join(parts)
+
+
 def task_data(
     cluster_: Cluster, out: Path, options: TaskOptions
 ) -> tuple[dict[str, Any], list[str]]:
@@ -235,12 +232,14 @@ def task_data(
     else:
         assert options.domain_class is not None
         tools = set(options.domain_class.tool_names())
+    known = _known(start, options)
     if failure.failed:
         checks = derive.failure_checks(
             conversation, failure, tools, ids, patterns, options.hard_judges
         )
     else:
-        checks = derive.success_checks(conversation, patterns, expected)
+        checks = derive.success_checks(conversation, patterns, expected, known)
+    checks = derive.without_generated(checks, derive.generated_values(conversation, known))
     notes = [
         f"check '{c.get('name') or c['kind']}' dropped: "
         f"domain {options.domain} has no tool {c['tool']}"
@@ -250,17 +249,15 @@ def task_data(
     checks = [c for c in checks if not (c.get("tool") and c["tool"] not in tools)]
     if not any(c.get("hard", True) for c in checks):
         checks.append({"kind": "text", "name": "answers", "regex": "\\w"})
-    if options.replay:
-        matching = _corrected_calls(checks, start["state"]["recordings"])
-        if matching:
-            start["state"]["matching"] = matching
     kind = "failure" if failure.failed else "success"
     users = conversation.user_texts()
     summary = failure.reasons()[0] if failure.failed else (users[0] if users else "")
+    reasons = failure.reasons() if failure.failed else [cluster_.basis]
     tags = [
         "regression",
         "production",
         kind,
+        *([] if failure.failed else ["rated-positive" if cluster_.rated else "completed-unrated"]),
         *dict.fromkeys(o.name for o in conversation.observations),
     ]
     if not options.persona_model:
@@ -282,7 +279,7 @@ def task_data(
             "call_ids": cluster_.call_ids,
             "first_seen": cluster_.first_seen.isoformat() if cluster_.first_seen else "",
             "last_seen": cluster_.last_seen.isoformat() if cluster_.last_seen else "",
-            "reasons": failure.reasons(),
+            "reasons": reasons,
         },
         "persona": _persona(conversation, options),
         "scenario": scenario,
@@ -352,6 +349,9 @@ def write_tasks(
         failing = [(d, c.first) for _, d, c in built if c.failure.failed]
         notes = rewrite_criteria(failing, options.criteria_model)
         written.notes += [Unreadable("--criteria-model", note) for note in notes]
+        for data, conversation in failing:  # a model quoting production quotes its values too
+            made = derive.generated_values(conversation, _known(data["start"], options))
+            data["checks"] = derive.without_generated(data["checks"], made)
     out.mkdir(parents=True, exist_ok=True)
     for path, data, cluster_ in built:
         header = (

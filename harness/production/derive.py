@@ -1,20 +1,32 @@
-"""The checks of a task made from production: what the correct behaviour is, never what failed.
+"""The checks of a task made from production: what the correct behaviour is, never what failed,
+and never a value the server generated.
 
 - An exception: the episode must finish without that exception at that tool and without an
-  agent crash (`no_error`); for a not-found error, the agent must tell the user about the id
-  (having looked it up, or asking to confirm it) rather than act on it; otherwise it must answer
-  about the ids the user gave; and an `llm_judge` criterion written from the exception and the
-  conversation.
+  agent crash (`no_error`), answering about the ids the user gave; and an `llm_judge`
+  criterion written from the exception and the conversation. A not-found error on a value the
+  user typed (a mistyped id) gets no `no_error` at the tool: the replay raises it whatever the
+  agent does, since looking the value up is how a correct agent checks it; the task asks that
+  the agent tells the user the value was not found, or asks them to check it, and does not
+  crash. (Handled in production, such an error is no failure at all: `failures`.)
 - Negative feedback: an `llm_judge` criterion from the note, plus deterministic checks when the
   note states a value: an amount (the call it corrects, with the right amount; never the wrong
-  one), a tool (called, or never called when the note says so), an argument (`name=value`).
-  An `expected` label states them directly (`answer`, `must_call`, `must_not_call`).
+  one), a tool (called, or never called when the note says so), an argument (`name=value`),
+  another of an argument's `enum` values ("should be water damage, not flood": the call with
+  `coverage: water_damage`, and never with `flood`). An `expected` label states them directly
+  (`answer`, `must_call`, `must_not_call`).
 - A silent failure (the agent said a call succeeded when it had answered an error value):
   `no_false_success` at that tool, never a check requiring the call that failed.
-- A success: the tools called with their key arguments (ids, emails, values the user said word
-  for word), facts of the answers that
-  came from tool results, and the final state the domain says those calls imply; never a call
-  that failed, nor a value the server generated in the session (`generated`).
+- A success: outcomes, not recorded incidentals. The calls made with their key arguments (ids,
+  emails, short values the user said word for word, the `enum` choices), never their free text;
+  what the user was told: facts of the start state the answers stated, and, for an id the server
+  generated and the agent told the user, that a reply states one of that shape (`CLM-<digits>`),
+  never the value; and the final state the domain says those calls imply; never a call that
+  failed.
+
+*Generated* values are found by data flow, never by tool names: a value that first appears in a
+tool result (no user text, no earlier call or result, and not the start state has it) and is
+echoed later (in a later call's arguments or a reply). A new session gets new ones, so no check
+asserts one (`generated`).
 
 A judge criterion is soft unless asked for hard ones (`--judge hard`): a task never hangs on a
 judge alone by default, and when no deterministic check applies it only asks for an answer.
@@ -27,14 +39,22 @@ import re
 from typing import Any
 
 from harness.jsontext import json_or_text
-from harness.production.failures import EMAILS, Failure
+from harness.production.failures import (
+    EMAILS,
+    NOT_FOUND,
+    NOT_FOUND_TYPES,
+    Failure,
+    names,
+    not_found,
+    told_not_found,
+    typed_by_user,
+)
 from harness.production.reconstruct import Conversation, Observation, Raised
 
+__all__ = ["AMOUNTS", "NOT_FOUND", "NOT_FOUND_TYPES"]  # read by other modules from here too
+
 AMOUNTS = re.compile(r"[$€£]\s?(\d+(?:\.\d{1,2})?)|\b(\d+\.\d{2})\b")
-NOT_FOUND = re.compile(
-    r"not found|no such|does ?n[o']t exist|unknown|missing|no \w+ with", re.IGNORECASE
-)
-NOT_FOUND_TYPES = ("KeyError", "LookupError", "IndexError", "NotFound", "DoesNotExist")
+FREE_TEXT_WORDS = 3  # a string argument of more words is free text, never a key argument
 NEGATION = re.compile(r"\b(not|never|n't|without|instead of|shouldn't|mustn't)\b", re.IGNORECASE)
 Check = dict[str, Any]
 
@@ -47,8 +67,14 @@ def is_id(value: Any, patterns: dict[str, re.Pattern[str]]) -> bool:
 
 
 def _said(value: Any, said: str) -> bool:
-    """A string argument the user gave word for word."""
-    return isinstance(value, str) and len(value) >= 3 and value.casefold() in said
+    """A short string argument the user gave word for word (a username, an app's name; not a
+    free-text summary that happens to quote the user)."""
+    return (
+        isinstance(value, str)
+        and len(value) >= 3
+        and len(value.split()) <= FREE_TEXT_WORDS
+        and value.casefold() in said
+    )
 
 
 def key_arguments(arguments: dict[str, Any], patterns: dict[str, re.Pattern[str]]) -> Check:
@@ -59,16 +85,27 @@ def _judge(name: str, criterion: str) -> Check:
     return {"kind": "llm_judge", "name": name, "criterion": criterion}
 
 
-def _not_found(error: Raised) -> bool:
-    return error.type.endswith(NOT_FOUND_TYPES) or bool(NOT_FOUND.search(error.message))
+_not_found = not_found
 
 
 def error_checks(
     error: Raised, conversation: Conversation, ids: list[str], patterns: dict[str, re.Pattern[str]]
 ) -> list[Check]:
     """The correct behaviour where production raised `error`."""
+    typed = typed_by_user(error, conversation)
+    if typed:  # the user's own mistyped value: no check at the tool could pass
+        checks: list[Check] = [{"kind": "no_error", "name": "no agent crash"}]
+        checks += [
+            {
+                "kind": "text",
+                "name": f"tells the user {value} was not found, or asks to check it",
+                "regex": told_not_found(value),
+            }
+            for value in typed[:1]
+        ]
+        return [*checks, _error_judge(error, conversation)]
     if error.tool:
-        checks: list[Check] = [
+        checks = [
             {
                 "kind": "no_error",
                 "name": f"no {error.type} at {error.tool}, no agent crash",
@@ -89,6 +126,10 @@ def error_checks(
             {"kind": "text", "name": f"answers about {value}", "contains": value}
             for value in ids[:2]
         ] or [{"kind": "text", "name": "answers", "regex": "\\w"}]
+    return [*checks, _error_judge(error, conversation)]
+
+
+def _error_judge(error: Raised, conversation: Conversation) -> Check:
     users = conversation.user_texts()
     asked = f' when the user said "{users[0][:200]}"' if users else ""
     where = f"the tool {error.tool}" if error.tool else f"{error.op}"
@@ -98,15 +139,12 @@ def error_checks(
         if _not_found(error)
         else "check what that step needs before taking it"
     )
-    checks.append(
-        _judge(
-            "handles what failed in production",
-            f"In production, {where} raised {error.type} ({error.message}){asked}. This time "
-            f"the agent does not repeat the failing step: it should {hint}, and tell the user "
-            "plainly what it did or what it needs.",
-        )
+    return _judge(
+        "handles what failed in production",
+        f"In production, {where} raised {error.type} ({error.message}){asked}. This time "
+        f"the agent does not repeat the failing step: it should {hint}, and tell the user "
+        "plainly what it did or what it needs.",
     )
-    return checks
 
 
 def silent_checks(error: Raised, reply: str, conversation: Conversation) -> list[Check]:
@@ -180,8 +218,10 @@ def _choices_stated(
     note: str, conversation: Conversation, patterns: dict[str, re.Pattern[str]]
 ) -> list[Check]:
     """A note that names another of an argument's few allowed values (its JSON Schema `enum`)
-    than the one production chose: "should be high" where production called `create_ticket`
-    with `priority: normal` asks for that call with `priority: high`."""
+    than the one production chose, not negated: "should be high" where production called
+    `create_ticket` with `priority: normal` asks for that call with `priority: high` ("water
+    damage" names `water_damage`); when the note names production's value too ("..., not
+    flood"), that call is never made again."""
     checks: list[Check] = []
     for observation in conversation.observations:
         for name, used in observation.arguments.items():
@@ -189,13 +229,51 @@ def _choices_stated(
             stated = [
                 v
                 for v in allowed
-                if v != used and re.search(rf"\b{re.escape(str(v))}\b", note, re.IGNORECASE)
+                if v != used and _asserted(note, v, name) and not _negated(note, v)
             ]
-            if len(stated) == 1:
-                args = {**key_arguments(observation.arguments, patterns), name: stated[0]}
-                label = f"calls {observation.name} with {name} {stated[0]}"
-                checks.append(_called(observation.name, args, label))
+            stated = [  # "water" inside "water damage" is not named on its own
+                v
+                for v in stated
+                if not any(o != v and str(v).casefold() in str(o).casefold() for o in stated)
+            ]
+            if len(stated) != 1:
+                continue
+            args = {**key_arguments(observation.arguments, patterns), name: stated[0]}
+            label = f"calls {observation.name} with {name} {stated[0]}"
+            checks.append(_called(observation.name, args, label))
+            if names(note, used):
+                never = _called(observation.name, {name: used}, "")
+                label = f"never calls {observation.name} with {name} {used}"
+                checks.append({**never, "name": label, "min_count": 0, "max_count": 0})
     return checks
+
+
+ASSERTING = (
+    r"\b(?:be|is|are|as|under|to|into|use|choose|pick|set|means?|was|were)\s+(?:\w+\s+){0,2}"
+)
+
+
+def _value_pattern(value: Any) -> str:
+    return r"[\s_-]+".join(re.escape(p) for p in re.split(r"[\s_-]+", str(value)) if p)
+
+
+def _asserted(note: str, value: Any, argument: str) -> bool:
+    """Whether a note states a value as what an argument should be: after a verb that assigns
+    it ("should be high", "filed as water_damage", "is water damage") or before the argument's
+    name ("high priority"); a value that is a common word ("other") merely used is not."""
+    pattern = _value_pattern(value)
+    if not pattern:
+        return False
+    named = rf"{ASSERTING}{pattern}(?!\w)|(?<!\w){pattern}[\s_-]+{re.escape(argument)}\b"
+    return re.search(named, note, re.IGNORECASE) is not None
+
+
+def _negated(note: str, value: Any) -> bool:
+    """Whether a note names a value only as what it is not ("not flood", "isn't flood")."""
+    pattern = _value_pattern(value)
+    negated = rf"\b(?:not|never|isn['\u2019]?t|wasn['\u2019]?t|no)\s+(?:\w+\s+){{0,2}}{pattern}\b"
+    named = len(re.findall(rf"(?<!\w){pattern}(?!\w)", note, re.IGNORECASE))
+    return named > 0 and len(re.findall(negated, note, re.IGNORECASE)) >= named
 
 
 def _tool_stated(tool: str, sentence: str, observations: list[Observation]) -> list[Check]:
@@ -286,18 +364,27 @@ def _unique(checks: list[Check]) -> list[Check]:
 
 
 def success_checks(
-    conversation: Conversation, patterns: dict[str, re.Pattern[str]], state: dict[str, Any]
+    conversation: Conversation,
+    patterns: dict[str, re.Pattern[str]],
+    state: dict[str, Any],
+    known: str = "",
 ) -> list[Check]:
-    """Checks that keep what a conversation that went well did."""
+    """Checks of the outcomes of a conversation that went well (see the module docstring);
+    `known`: the start state's text, whose values are facts rather than generated ones."""
     checks: list[Check] = []
-    made = generated(conversation)
+    made = generated_values(conversation, known)
     said = " ".join(conversation.user_texts()).casefold()
     for observation in conversation.observations:
         if observation.failure is None:  # never require a call that failed
-            args = {  # ids, emails, and what the user said (a username, an app's name)
+            args = {  # ids, emails, what the user said (a username, an app's name), choices
                 k: v
                 for k, v in observation.arguments.items()
-                if (is_id(v, patterns) or _said(v, said)) and v not in made
+                if (
+                    is_id(v, patterns)
+                    or _said(v, said)
+                    or (v in conversation.choices(observation.name, k))
+                )
+                and str(v) not in made
             }
             checks.append(_called(observation.name, args, f"calls {observation.name}"))
     checks = [{k: v for k, v in c.items() if v != {}} for c in _unique(checks)]
@@ -306,33 +393,100 @@ def success_checks(
         for fact in facts(conversation)
         if fact not in made
     ]
+    checks += told(conversation, made)
     if state:
         checks.append({"kind": "state", "name": "same final state", "expect": state})
     return checks or [{"kind": "text", "name": "answers", "regex": "\\w"}]
 
 
-CREATES = re.compile(
-    r"^(create|open|new|add|submit|book|issue|register|insert|post|place|start|make|generate)",
-    re.IGNORECASE,
-)
+ID_TOKEN = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,}(?![\w-])")
+SHAPED = re.compile(r"([A-Za-z]+[-_/#.]?)+\d+")  # a prefix and a number: CLM-20481, INC3001
 
 
-def generated(conversation: Conversation) -> set[str]:
-    """Values the server made during the session (the ticket id a `create_...` call
-    returned), which a new session gets anew: a check never asserts them. A value of such a
-    call's result counts unless the user or the call's arguments gave it."""
-    said = " ".join(conversation.user_texts())
-    made: set[str] = set()
-    for observation in conversation.observations:
-        if not CREATES.match(observation.name) or not isinstance(observation.result, dict):
-            continue
-        given = {str(v) for v in observation.arguments.values()}
-        for value in observation.result.values():
-            text = str(value)
-            if isinstance(value, str | int) and text not in given and text not in said:
-                made.add(value)
-                made.add(text)
+def _leaves(value: Any, path: str = "") -> list[tuple[str, str]]:
+    """(field, value) of the identifier-like leaves of a result: strings without spaces, ids
+    inside text, integers of three digits or more (amounts and words are no generated ids)."""
+    if isinstance(value, dict):
+        return [leaf for k, v in value.items() for leaf in _leaves(v, str(k))]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v, path)]
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [(path, str(value))] if abs(value) >= 100 else []
+    if isinstance(value, str):
+        text = value.strip()
+        if 3 <= len(text) <= 80 and not any(c.isspace() for c in text):
+            return [(path, text)]
+        return [(path, m.group()) for m in ID_TOKEN.finditer(text)]
+    return []
+
+
+def _word_in(value: str, text: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def generated_values(conversation: Conversation, known: str = "") -> dict[str, tuple[str, str]]:
+    """Values the server generated in the session, by data flow: a value that first appears in
+    a tool result (no user text, no earlier call or result, and not `known`, the start state's
+    text, has it) and is echoed later, in a later call's arguments or a reply. A claim id a
+    filing returned and an upload then carried is one; a tracking number a lookup read from the
+    start state is not. Value -> (the tool that returned it, its field)."""
+    messages = conversation.transcript.messages
+    users = " ".join(conversation.user_texts())
+    earlier: list[str] = []
+    fresh: dict[str, tuple[int, str, str]] = {}
+    for index, message in enumerate(messages):
+        if message.role == "tool":
+            prior = " ".join(earlier)
+            for path, value in _leaves(json_or_text(message.content)):
+                if value in fresh or any(_word_in(value, t) for t in (users, prior, known)):
+                    continue
+                fresh[value] = (index, message.name or "a tool", path)
+            earlier.append(message.content)
+        earlier += [json.dumps(c.arguments, ensure_ascii=False) for c in message.tool_calls]
+    made: dict[str, tuple[str, str]] = {}
+    for value, (index, tool, path) in fresh.items():
+        later = " ".join(
+            part
+            for m in messages[index + 1 :]
+            for part in [m.content if m.role == "assistant" else ""]
+            + [json.dumps(c.arguments, ensure_ascii=False) for c in m.tool_calls]
+        )
+        if _word_in(value, later):
+            made[value] = (tool, path)
     return made
+
+
+def generated(conversation: Conversation, known: str = "") -> set[str]:
+    """The values `generated_values` finds."""
+    return set(generated_values(conversation, known))
+
+
+def shape(value: str) -> str | None:
+    """A regular expression for values shaped like `value` (a prefix and a number: CLM-20481
+    gives `CLM-\\d+`), or None for another shape."""
+    if not SHAPED.fullmatch(value):
+        return None
+    pattern = re.sub(r"\d+", lambda _: r"\d+", re.escape(value))
+    return rf"(?<![\w-]){pattern}(?![\w-])"
+
+
+def told(conversation: Conversation, made: dict[str, tuple[str, str]]) -> list[Check]:
+    """For each generated id the agent's replies gave the user (a claim or ticket number), that
+    a reply states one of its shape: what the user was told, without the value a new session
+    does not get."""
+    answers = " ".join(
+        m.content for m in conversation.transcript.messages if m.role == "assistant" and m.content
+    )
+    checks: list[Check] = []
+    for value, (tool, path) in made.items():
+        pattern = shape(value)
+        if pattern is None or not _word_in(value, answers):
+            continue
+        what = f"the {path} {tool} returned" if path else f"what {tool} returned"
+        checks.append({"kind": "text", "name": f"states {what}", "regex": pattern})
+    return _unique(checks)[:3]
 
 
 def facts(conversation: Conversation) -> list[str]:
@@ -351,3 +505,29 @@ def facts(conversation: Conversation) -> list[str]:
             if len(text) >= 4 and any(c.isdigit() for c in text) and text in answers:
                 values.append(text)
     return list(dict.fromkeys(values))[:3]
+
+
+def without_generated(checks: list[Check], made: dict[str, tuple[str, str]]) -> list[Check]:
+    """The checks without a generated value: an argument holding one is left out of its call,
+    a text check stating one is dropped, and a judge criterion quoting production names the
+    value's field instead (`<claim_number>`), so that no check holds one."""
+    masks = [
+        (re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])"), f"<{path or 'generated'}>")
+        for value, (_, path) in sorted(made.items(), key=lambda item: -len(item[0]))
+    ]
+    kept: list[Check] = []
+    for check in checks:
+        if check["kind"] == "text" and str(check.get("contains")) in made:
+            continue
+        if check.get("args"):
+            args = {k: v for k, v in check["args"].items() if str(v) not in made}
+            check = (
+                {**check, "args": args} if args else {k: v for k, v in check.items() if k != "args"}
+            )
+        if check["kind"] == "llm_judge" and masks:
+            criterion = check["criterion"]
+            for pattern, mask in masks:
+                criterion = pattern.sub(mask, criterion)
+            check = {**check, "criterion": criterion}
+        kept.append(check)
+    return _unique(kept)

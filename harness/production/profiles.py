@@ -1,16 +1,22 @@
 """Sessions' measured behaviour clustered into a few user profiles, with their share of traffic.
 
-Sessions are clustered on the traits every session shows (`CLUSTERED`: information pattern,
-patience, style), not on their reactions to agent errors nor on how often they ask back: those
-are the outcomes of the one to three chances a session gives (an agent error, a question),
-so clustering on them splits one population by chance outcomes (a population asking back in 20%
-of its answers becomes "askers" and "non-askers"); they are each profile's rates instead (mean
-over its sessions that had the chance). Populations that differ only in those are therefore
-one profile, with the mixed rates.
+Sessions are clustered on what shows the user rather than what happened to the session
+(`CLUSTERED`): how they disclose information (`disclosure_first`, `ambiguous_start`) and the style
+of their opening message (`opening_*`: words, `!`, capitals, emoji, typos, polite words, ASCII).
+Every session has exactly one opening, written before the agent did anything. Everything else is
+partly the session's luck, and clustering on it split one population by its luck: the reactions
+to agent errors and asking back are the outcomes of the one to three chances a session gives
+(a population asking back in 20% of its answers became "askers" and "non-askers"), abandonment
+exists only where the agent erred, the number of turns grows with every error and every thanks,
+and the style measured over all turns counts those added turns (terse users who accepted a
+refusal with "ok thanks anyway" apart from those who asked "what are your store hours"). Those
+are each profile's rates instead (mean over its sessions that had the chance). Populations that
+differ only in them are therefore one profile, with the mixed rates: a session shows at most a
+few reactions, too few to tell whose they are.
 
 The traits (booleans as 0/1; a missing value, such as the disclosure share of a session
 without facts, takes the mean of the sessions that have one) are put in natural units
-(`UNITS`: shares as they are, turns and words scaled to a clear difference), and k-means
+(`UNITS`: shares as they are, words and polite words scaled to a clear difference), and k-means
 (k-means++ seeding, a fixed seed, a few restarts) is run for k = 2..4; the k kept has the best
 mean silhouette (computed on at most `SILHOUETTE_SAMPLE` sessions), and the sessions are one
 profile unless that silhouette reaches `MIN_SILHOUETTE`. A profile reports the mean and median
@@ -20,24 +26,42 @@ of every dimension over its own sessions (None values left out).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.production.behaviour import NUMERIC, REACTIONS, SessionBehaviour
+from harness.production.behaviour import NUMERIC, SessionBehaviour
 
 MAX_PROFILES = 4
 MIN_SILHOUETTE = 0.25  # below it, the sessions are one population
 SILHOUETTE_SAMPLE = 2000
 RESTARTS = 4
 ITERATIONS = 100
-# What one unit of difference is on each clustered dimension: a share differs by 1 at most, a
-# session by 5 user turns or 10 words per turn is a clearly different user. Not standardised:
-# scaling by the spread would make a rare small proxy (typos in a few sessions of one
-# population) as decisive as front-loading, and split a population on noise.
-UNITS = {"user_turns": 5.0, "words_per_turn": 10.0}
-OUTCOMES = (*REACTIONS, "asks_back", "question_rate", "clarify")  # per-chance outcomes
-CLUSTERED = tuple(n for n in NUMERIC if n not in OUTCOMES)
+# What one unit of difference is on each clustered dimension: a share differs by 1 at most; an
+# opening 10 words longer is a clearly different user. A mark one message has or not (a `!`, an
+# emoji, a greeting, a please) is one draw of a habit: the same user writes it in one message
+# and not the next, so it counts half (two more greetings and pleases are a unit). Not
+# standardised: scaling by the spread would make a rare small proxy (typos in a few sessions of
+# one population) as decisive as front-loading, and split a population on noise.
+UNITS = {
+    "opening_words": 10.0,
+    "opening_exclamation": 2.0,
+    "opening_emoji": 2.0,
+    "opening_formality": 2.0,
+}
+CLUSTERED = (
+    "disclosure_first",
+    "ambiguous_start",
+    *(n for n in NUMERIC if n.startswith("opening_")),
+)
+OUTCOMES = tuple(n for n in NUMERIC if n not in CLUSTERED)  # each profile's rates and means
+TRAIT_FAMILIES = {
+    "information": ("disclosure_first", "ambiguous_start"),
+    "style": tuple(n for n in CLUSTERED if n.startswith("opening_")),
+}
+# each family's distance is the root mean square of its traits' differences
+WEIGHT_OF = {n: len(names) ** 0.5 for names in TRAIT_FAMILIES.values() for n in names}
 
 
 class Profile(BaseModel):
@@ -57,22 +81,37 @@ class Profile(BaseModel):
     keys: list[str] = Field(default_factory=list, description="Its sessions' keys.")
 
 
-def matrix(
-    behaviours: Sequence[SessionBehaviour], dimensions: Sequence[str] = CLUSTERED
-) -> np.ndarray:
-    """Sessions x dimensions in `UNITS` (a missing value takes the dimension's mean)."""
-    raw = np.array(
+def _raw(behaviours: Sequence[SessionBehaviour], dimensions: Sequence[str]) -> np.ndarray:
+    """Sessions x dimensions as they are (nan: no value)."""
+    return np.array(
         [
             [np.nan if (v := getattr(b, n)) is None else float(v) for n in dimensions]
             for b in behaviours
         ],
         dtype=float,
     ).reshape(len(behaviours), len(dimensions))
-    known = ~np.isnan(raw)
-    counts = known.sum(axis=0)
-    means = np.where(counts > 0, np.nansum(raw, axis=0) / np.maximum(counts, 1), 0.0)
-    filled = np.where(known, raw, means)
-    return filled / np.array([UNITS.get(n, 1.0) for n in dimensions])
+
+
+def means_of(
+    behaviours: Sequence[SessionBehaviour], dimensions: Sequence[str] = CLUSTERED
+) -> np.ndarray:
+    """Each dimension's mean over the sessions that have a value (0 when none has)."""
+    raw = _raw(behaviours, dimensions)
+    counts = (~np.isnan(raw)).sum(axis=0)
+    return np.where(counts > 0, np.nansum(raw, axis=0) / np.maximum(counts, 1), 0.0)
+
+
+def matrix(
+    behaviours: Sequence[SessionBehaviour],
+    dimensions: Sequence[str] = CLUSTERED,
+    fill: np.ndarray | None = None,
+) -> np.ndarray:
+    """Sessions x dimensions in `UNITS`, each family weighted once (`WEIGHT_OF`); a missing
+    value takes `fill` (by default the dimension's mean over these sessions)."""
+    raw = _raw(behaviours, dimensions)
+    fill = means_of(behaviours, dimensions) if fill is None else fill
+    filled = np.where(np.isnan(raw), fill, raw)
+    return filled / np.array([UNITS.get(n, 1.0) * WEIGHT_OF.get(n, 1.0) for n in dimensions])
 
 
 def _distances(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
@@ -178,14 +217,24 @@ def profile_name(mean: dict[str, float | None]) -> str:
     return ", ".join(parts)
 
 
+def _largest_first(labels: np.ndarray) -> np.ndarray:
+    """The labels renumbered 0, 1, ... from the largest cluster down."""
+    order = sorted(set(labels.tolist()), key=lambda c: -(labels == c).sum())
+    return np.array([order.index(label) for label in labels.tolist()], dtype=int)
+
+
 def profiles(behaviours: Sequence[SessionBehaviour], seed: int = 0) -> list[Profile]:
     """The sessions clustered into profiles, largest first, with distinct names."""
     if not behaviours:
         return []
-    labels = choose_labels(matrix(behaviours), seed)
+    return _profiles(behaviours, _largest_first(choose_labels(matrix(behaviours), seed)))
+
+
+def _profiles(behaviours: Sequence[SessionBehaviour], labels: np.ndarray) -> list[Profile]:
+    """A profile per label (0, 1, ...), with distinct names."""
     found: list[Profile] = []
     names: dict[str, int] = {}
-    for label in sorted(set(labels.tolist()), key=lambda c: -(labels == c).sum()):
+    for label in range(int(labels.max()) + 1 if len(labels) else 0):
         members = [b for b, own in zip(behaviours, labels == label, strict=True) if own]
         mean = {n: _summary([getattr(b, n) for b in members], "mean") for n in NUMERIC}
         median = {n: _summary([getattr(b, n) for b in members], "median") for n in NUMERIC}
@@ -202,3 +251,49 @@ def profiles(behaviours: Sequence[SessionBehaviour], seed: int = 0) -> list[Prof
             )
         )
     return found
+
+
+# What puts a session, a simulated one included, in a population: how it discloses information.
+# That is what a persona's `behaviour:` sets and a simulator plays; the style of the opening is
+# real users' own (a rule-based simulator writes fixed phrases, an LLM imitates examples), and
+# placed by it every simulated user would land in the population whose openings read most like
+# the simulator's phrases.
+ASSIGNED = TRAIT_FAMILIES["information"]
+
+
+@dataclass(frozen=True)
+class Populations:
+    """Production's profiles as centres of their information traits (`ASSIGNED`), so that any
+    session, a production one or a simulated one, can be put in the profile it is nearest to:
+    the sim-to-real report compares each production population with the simulated users who
+    behave like it, and sees a population no simulated user plays."""
+
+    profiles: list[Profile]  # largest first
+    centres: np.ndarray  # profiles x `ASSIGNED`, in `matrix` units
+    fill: np.ndarray  # production's mean of each assigned trait, for a session without a value
+
+    def assign(self, behaviours: Sequence[SessionBehaviour]) -> np.ndarray:
+        """The index (into `profiles`) of each session's nearest profile centre."""
+        if not behaviours:
+            return np.zeros(0, dtype=int)
+        points = matrix(behaviours, ASSIGNED, self.fill)
+        return _distances(points, self.centres).argmin(axis=1)
+
+
+def populations(behaviours: Sequence[SessionBehaviour], seed: int = 0) -> Populations | None:
+    """Production's profiles (clustered as `profiles` clusters them), each holding the
+    sessions whose information traits are nearest its centre, as `assign` puts any session;
+    profiles whose information traits coincide are one population here. None without
+    sessions."""
+    if not behaviours:
+        return None
+    labels = _largest_first(choose_labels(matrix(behaviours), seed))
+    fill = means_of(behaviours, ASSIGNED)
+    points = matrix(behaviours, ASSIGNED, fill)
+    centres = np.array([points[labels == c].mean(axis=0) for c in range(int(labels.max()) + 1)])
+    nearest = _distances(points, centres).argmin(axis=1)
+    kept = [c for c in range(len(centres)) if (nearest == c).any()]
+    centres = centres[kept]
+    labels = _largest_first(_distances(points, centres).argmin(axis=1))
+    centres = np.array([points[labels == c].mean(axis=0) for c in range(int(labels.max()) + 1)])
+    return Populations(_profiles(behaviours, labels), centres, fill)

@@ -134,6 +134,9 @@ def conversations(
             continue
         try:
             found = list(_from_group(calls, problems, error_values))
+        except llm_calls.UnreadableReplies as exc:  # what the agent said is unknown: no task
+            problems.append(Unreadable(_where(calls), str(exc)))
+            continue
         except Exception as exc:  # a group is data: whatever it holds, the batch goes on
             problems.append(
                 Unreadable(_where(calls), f"malformed calls: {type(exc).__name__}: {exc}")

@@ -34,9 +34,12 @@ def to_tasks(
     options: TaskOptions,
     force: bool = False,
 ) -> Written:
-    """Convert the calls into task files in `out`; what could not be used is in `unreadable`."""
+    """Convert the calls into task files in `out`; what could not be used is in `unreadable`,
+    and the sessions of unknown quality that made no success task are in `notes`."""
     problems: list[Unreadable] = []
-    clusters = cluster(conversations(calls, problems, options.error_values), filters)
+    left_out: list[str] = []
+    clusters = cluster(conversations(calls, problems, options.error_values), filters, left_out)
     written = write_tasks(clusters, out, options, force)
     written.unreadable = problems + written.unreadable
+    written.notes += [Unreadable("sessions", line) for line in left_out]
     return written

@@ -7,7 +7,11 @@ its value appears in one of the user's messages (the task's `first_message` incl
 The rule-based player answers in this order: the persona's `scripted_turns` rules that have
 conditions; then the behaviour (the opening, the reaction to an agent error or refusal, asking
 back, one more fact per agent question); then its unconditional (fallback) rules; then it ends
-the conversation, satisfied. Its random draws come from the episode's seed and trial, so an
+the conversation, satisfied. An agent error or refusal is what the behaviour measures count as
+one (`harness.reactions.reports_error`: the agent says something failed or cannot
+be done; an apology such as "I'm sorry to hear that" is not one), so that a simulated user
+reacts where a measured one would have, and its reactions (`PUSH_BACK` ... `ACCEPT`) read back
+as the reactions they play. Its random draws come from the episode's seed and trial, so an
 episode is the same on every run.
 """
 
@@ -20,19 +24,16 @@ from typing import Any
 
 from harness.models import Completion, CompletionParams, ModelError
 from harness.models.scripted import ScriptedModel
+from harness.reactions import reports_error
 from harness.specs.persona import Behaviour, Persona, PersonaRule, PersonaWhen
 from harness.specs.script import Script
 from harness.specs.task import Scenario
 from harness.transcript import Message, ToolSpec, Usage
 
-# Agent text that apologises, refuses or says it cannot: an error or refusal the user reacts to.
-AGENT_FAILED = re.compile(
-    r"\b(sorry|apologi[sz]e|unable|cannot|can't|can ?not|couldn't|could not|not able|"
-    r"not possible|failed|error)\b",
-    re.IGNORECASE,
-)
 PUSH_BACK = "That is not good enough. Please check again and do what I asked."
-REPHRASE = "Let me put it another way: {request}"
+# the first message again (the request and the facts it gave): read as a rephrase, an overlap
+# with an earlier turn, however many facts the opening held
+REPHRASE = "Let me put it another way: {opening}"
 PIVOT = "Never mind that, then. What else can you do for me?"
 ABANDON = "Forget it. {stop}"
 ACCEPT = "OK, I understand. Thanks anyway. {stop}"
@@ -130,11 +131,13 @@ def behaviour_instructions(
     else:
         lines.append("- Answer the agent's questions directly; do not ask back.")
     lines.append(
-        "- When the agent refuses, apologises or says it cannot do something: push back and "
+        "- When the agent refuses, reports an error or says it cannot do something (an apology "
+        "alone is not a refusal): push back and "
         f"insist in {percent(behaviour.pushback_rate)} of cases, restate your request in other "
         f"words in {percent(behaviour.rephrase_rate)}, drop it and ask for something else in "
         f"{percent(behaviour.pivot_rate)}, leave without a solution in "
-        f"{percent(behaviour.abandon_rate)} (end with {stop_signal}), and accept the answer in "
+        f"{percent(behaviour.abandon_rate)} (say so, e.g. 'Forget it.', and end with "
+        f"{stop_signal}), and accept the answer in "
         f"the remaining {percent(behaviour.accept_rate)} (end with {stop_signal})."
     )
     lines.append(f"- Write at most {patience} messages; then give up.")
@@ -202,8 +205,8 @@ class BehaviourPlayer:
         if not own:
             return self.opening(keys)
         agent = turns[-1].content if turns[-1].role == "user" else ""
-        if AGENT_FAILED.search(agent):
-            return self.react()
+        if reports_error(agent):  # what the measures count as an error event: not an apology
+            return self.react(own[0])
         if "?" not in agent:
             return None
         if self.behaviour.clarify_rate and self.rng.random() < self.behaviour.clarify_rate:
@@ -223,8 +226,9 @@ class BehaviourPlayer:
         facts = [say_fact(key, self.scenario.known_info[key]) for key in left[: max(0, count)]]
         return " ".join([request, *facts]).strip()
 
-    def react(self) -> str:
-        """The reaction to an agent error or refusal, drawn by the behaviour's rates."""
+    def react(self, opening: str) -> str:
+        """The reaction to an agent error or refusal, drawn by the behaviour's rates; a
+        rephrase restates the user's `opening`."""
         rates = [
             self.behaviour.pushback_rate,
             self.behaviour.rephrase_rate,
@@ -235,7 +239,7 @@ class BehaviourPlayer:
         reaction = self.rng.choices(REACTIONS, weights=rates)[0] if sum(rates) else "accept"
         return {
             "pushback": PUSH_BACK,
-            "rephrase": REPHRASE.format(request=as_user(self.scenario.reason)),
+            "rephrase": REPHRASE.format(opening=opening),
             "pivot": PIVOT,
             "abandon": ABANDON.format(stop=self.stop),
             "accept": ACCEPT.format(stop=self.stop),

@@ -79,9 +79,10 @@ class ClimbTasks(Spec):
     split_production: bool = Field(
         default=True,
         description="Tasks made by `harness traces to-tasks` (a `source` block; all tagged "
-        "regression) are split, stratified by failure cluster (`source.signature`), so the "
-        "climb learns from production's failures and is accepted on others; false holds them "
-        "out like other regression tasks.",
+        "regression) are split, stratified by failure cluster (what went wrong and at which "
+        "step: the first two parts of `source.signature`), so the climb learns from "
+        "production's failures and is accepted on others; false holds them out like other "
+        "regression tasks.",
     )
 
 

@@ -20,9 +20,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from pydantic import BaseModel
-
 from harness.secrets import redactor
+from harness.tracing.plain import plain
 
 if TYPE_CHECKING:
     from weave.trace.call import Call
@@ -40,12 +39,13 @@ class Tracer:
     def __init__(self, client: WeaveClient | None) -> None:
         self.client = client
         self.enabled = client is not None
-        self._weave_object: Any = ()  # isinstance(x, ()) is never true
+        self._weave_object: tuple[type, ...] = ()  # what `_plain` keeps as it is
         self._redact = redactor()
         if client is not None:
             from weave.object.obj import Object
+            from weave.trace.vals import Traceable
 
-            self._weave_object = Object
+            self._weave_object = (Object, Traceable)
 
     def start(
         self,
@@ -136,19 +136,11 @@ class Tracer:
         return stand_in.with_traceback(exception.__traceback__)
 
     def _plain(self, value: Any) -> Any:
-        """`value` with its pydantic models (other than weave's objects) dumped to JSON data,
-        and every string redacted: an API key never reaches a trace."""
-        if isinstance(value, BaseModel) and not isinstance(value, self._weave_object):
-            # Defaults left out: weave spends ~60 us on every leaf it records.
-            value = value.model_dump(mode="json", exclude_defaults=True)
-        if type(value) is str:
-            return self._redact(value)
-        # Exact types only: weave's own containers (a `WeaveDict` row) carry refs to keep.
-        if type(value) is dict:
-            return {key: self._plain(item) for key, item in value.items()}
-        if type(value) in (list, tuple):
-            return [self._plain(item) for item in value]
-        return value
+        """`value` as JSON data (`harness.tracing.plain`), every string redacted (an API key
+        never reaches a trace), pydantic models without their defaults (weave spends ~60 us on
+        every leaf it records), and weave's own objects kept for weave to save as refs: a
+        `weave.Object` such as a `Dataset`, and weave's containers (a `WeaveDict` row)."""
+        return plain(value, text=self._redact, keep=self._weave_object, defaults=False)
 
     def flush(self) -> None:
         """Wait until every span started so far is written."""

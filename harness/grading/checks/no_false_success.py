@@ -1,7 +1,11 @@
 """`no_false_success`: after a tool call failed, the agent does not tell the user the action
 succeeded. The failure of production's silent errors ("Done!" after `{"error": "account jdoe is
 locked"}`), decided without a model: a failed call is a tool error, or a result that is an error
-value (`harness.outcomes`); the reply that counts is the agent's next message with text."""
+value (`harness.outcomes`); the reply that counts is the agent's next message with text. A
+sentence of it claiming the failed call worked (naming its file, its tool) is a false success
+whatever else the reply says ("I'm sorry to hear that. Done! I uploaded photo.jpg."); a bare
+"Done!" is one unless the reply says something failed; a claim about another call of the turn
+that did work ("Your claim is filed. I couldn't upload photo.jpg.") is none."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from harness.transcript import Transcript
 
 
 class NoFalseSuccessCheck(CheckBase):
-    """No reply claims success right after a failed tool call without saying it failed."""
+    """No reply claims success for a tool call that failed (see the module docstring)."""
 
     kind: Literal["no_false_success"]
     tool: str | None = Field(
