@@ -19,7 +19,9 @@ front-loaders who accept), and samples are drawn from it with replacement, so th
 true index is exactly the index between the full sets:
 - `perfect`: the simulator's users are production's own population (true index 100);
 - `slight`: 50% gradual users instead of 60%, pushing back after 60% of errors instead of 70%;
-- `much`: 20% gradual users pushing back after 40% of errors.
+- `much`: 20% gradual users pushing back after 40% of errors;
+- `lost`: no gradual user (the simulated mix lost the population of 60% of the traffic), the
+  front-loaders as production's.
 A simulated sample is tasks x trials whose trials share their task's kind of user (clustered,
 as real trials are); production sessions are independent.
 - bias: the mean index of the `perfect` simulator at several sample sizes, bias-corrected (the
@@ -30,7 +32,7 @@ as real trials are); production sessions are independent.
 
 Last line: mine_s=X fidelity_s=X peak_mib=X perfect_mean_<tasks>=X ... coverage_<regime>_<tasks>=X
 
-Run: python bench/fidelity.py [coverage repetitions, default 300] (about 3 minutes)
+Run: python bench/fidelity.py [coverage repetitions, default 300] (about 5 minutes)
 """
 
 from __future__ import annotations
@@ -161,7 +163,7 @@ def scale(folder: Path) -> tuple[float, float]:
 
 
 POPULATION = 20_000
-REGIMES = {"perfect": (0.6, 0.7), "slight": (0.5, 0.6), "much": (0.2, 0.4)}
+REGIMES = {"perfect": (0.6, 0.7), "slight": (0.5, 0.6), "much": (0.2, 0.4), "lost": (0.0, 0.7)}
 
 
 def kinds(seed: int, gradual_share: float, pushes: float) -> list[list[SessionBehaviour]]:
@@ -210,6 +212,7 @@ def bias_and_coverage(repetitions: int) -> dict[str, float]:
     prod = kinds(10, *REGIMES["perfect"])
     populations = {"perfect": prod, "slight": kinds(11, *REGIMES["slight"])}
     populations["much"] = kinds(12, *REGIMES["much"])
+    populations["lost"] = kinds(14, *REGIMES["lost"])
     truths = {name: truth(pools, prod) for name, pools in populations.items()}
     figures: dict[str, float] = {}
     rng = np.random.default_rng(13)

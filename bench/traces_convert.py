@@ -127,7 +127,10 @@ def convert(export: Path, out: Path) -> None:
 
     started, cpu = time.perf_counter(), time.process_time()
     problems: list = []
-    clusters = cluster(conversations(read_jsonl(export, Filters(), problems), problems))
+    left_out: list[str] = []  # sessions of unknown quality: no success task
+    clusters = cluster(
+        conversations(read_jsonl(export, Filters(), problems), problems), left_out=left_out
+    )
     written = write_tasks(clusters, out, TaskOptions())  # the `replay` domain
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -141,6 +144,7 @@ def convert(export: Path, out: Path) -> None:
                 "tasks": len(written.made),
                 "conversations": conversations_seen,
                 "unreadable": len(problems),
+                "left_out": left_out,
             }
         )
     )
@@ -166,9 +170,11 @@ def main() -> None:
         result = json.loads(done.stdout.strip().splitlines()[-1])
     print(
         f"{calls} calls ({sessions} sessions, {size:.0f} MB of JSONL) -> "
-        f"{result['conversations']} conversations -> {result['tasks']} tasks "
+        f"{result['conversations']} conversations in tasks -> {result['tasks']} tasks "
         f"({result['unreadable']} unreadable)"
     )
+    for line in result["left_out"]:
+        print(line)
     print(
         f"calls per second: {calls / result['wall_s']:,.0f} "
         f"(wall {result['wall_s']:.1f} s, CPU {result['cpu_s']:.1f} s)"
