@@ -26,7 +26,7 @@ and never a value the server generated.
 *Generated* values are found by data flow, never by tool names: a value that first appears in a
 tool result (no user text, no earlier call or result, and not the start state has it) and is
 echoed later (in a later call's arguments or a reply). A new session gets new ones, so no check
-asserts one (`generated`).
+asserts one (`generated_values`).
 
 A judge criterion is soft unless asked for hard ones (`--judge hard`): a task never hangs on a
 judge alone by default, and when no deterministic check applies it only asks for an answer.
@@ -41,8 +41,6 @@ from typing import Any
 from harness.jsontext import json_or_text
 from harness.production.failures import (
     EMAILS,
-    NOT_FOUND,
-    NOT_FOUND_TYPES,
     Failure,
     names,
     not_found,
@@ -50,8 +48,6 @@ from harness.production.failures import (
     typed_by_user,
 )
 from harness.production.reconstruct import Conversation, Observation, Raised
-
-__all__ = ["AMOUNTS", "NOT_FOUND", "NOT_FOUND_TYPES"]  # read by other modules from here too
 
 AMOUNTS = re.compile(r"[$€£]\s?(\d+(?:\.\d{1,2})?)|\b(\d+\.\d{2})\b")
 FREE_TEXT_WORDS = 3  # a string argument of more words is free text, never a key argument
@@ -85,9 +81,6 @@ def _judge(name: str, criterion: str) -> Check:
     return {"kind": "llm_judge", "name": name, "criterion": criterion}
 
 
-_not_found = not_found
-
-
 def error_checks(
     error: Raised, conversation: Conversation, ids: list[str], patterns: dict[str, re.Pattern[str]]
 ) -> list[Check]:
@@ -116,7 +109,7 @@ def error_checks(
     else:
         checks = [{"kind": "no_error", "name": "no agent crash"}]
     failing_ids = [v for v in error.arguments.values() if is_id(v, patterns)]
-    if error.tool and _not_found(error) and failing_ids:
+    if error.tool and not_found(error) and failing_ids:
         checks += [
             {"kind": "text", "name": f"tells the user about {value}", "contains": value}
             for value in failing_ids[:2]
@@ -136,7 +129,7 @@ def _error_judge(error: Raised, conversation: Conversation) -> Check:
     hint = (
         "make sure what the user named exists (look it up) before acting on it, or ask the user "
         "to confirm it"
-        if _not_found(error)
+        if not_found(error)
         else "check what that step needs before taking it"
     )
     return _judge(
@@ -456,11 +449,6 @@ def generated_values(conversation: Conversation, known: str = "") -> dict[str, t
         if _word_in(value, later):
             made[value] = (tool, path)
     return made
-
-
-def generated(conversation: Conversation, known: str = "") -> set[str]:
-    """The values `generated_values` finds."""
-    return set(generated_values(conversation, known))
 
 
 def shape(value: str) -> str | None:
