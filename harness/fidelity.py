@@ -641,4 +641,12 @@ def run_fidelity(
     report = compare_behaviour(simulated, task_ids, list(production), bootstrap, seed)
     report.run_id, report.source, report.left_out = run_id, source, left_out
     report.outcome = outcome_calibration(tasks, store.latest_verdicts(run_id), bootstrap, seed)
-    return report
+    return redacted(report)
+
+
+def redacted(report: FidelityReport) -> FidelityReport:
+    """The report with every string passed through `harness.secrets.redact_pii`: it names its
+    production source and tasks made from production, and is printed, stored and rendered."""
+    from harness.secrets import redact_data, redactor
+
+    return FidelityReport.model_validate(redact_data(report.model_dump(), redactor(pii=True)))

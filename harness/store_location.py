@@ -82,6 +82,9 @@ class StoreLocation:
     def __str__(self) -> str:
         return mask_url_passwords(self.target) if self.is_postgres else self.target
 
+    def __repr__(self) -> str:  # a traceback or a log shows the masked URL too
+        return f"StoreLocation({str(self)!r})"
+
 
 class BadStoreTarget(ValueError):
     """`--store` names something that is not a results store (bad input, exit 2)."""

@@ -25,6 +25,7 @@ LAYERS: list[set[str]] = [
         "jsontext",
         "outcomes",
         "reactions",
+        "options",
         "imports",
         "project",
         "state_diff",

@@ -116,7 +116,8 @@ def test_show_prints_a_session_with_its_feedback_and_failures(store: Path) -> No
     first, second = SESSIONS["pw-bwong"]
     assert f"user: {first}" in out and f"user: {second}" in out
     assert out.index(first) < out.index(second)
-    assert "assistant: Done! A temporary password was sent to b.wong@corp.example." in out
+    # the email is masked: `traces show` prints production's text without personal data
+    assert "assistant: Done! A temporary password was sent to [PII:email]." in out
     assert "assistant: Please try again in a few minutes." in out
     assert '-> lookup_user({"username": "bwong"})' in out
     assert '-> reset_password({"username": "bwong"})' in out

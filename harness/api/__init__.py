@@ -10,6 +10,10 @@ the climb and the benches are built on.
 
 Each thing is loaded once and passed down; results are typed objects (with `_repr_html_` for
 notebooks) that reach everything a command prints. `docs/api.md` has the whole surface.
+
+Every function checks its options with the pydantic model the matching command checks them
+with (`harness.options`: `EvalOptions`, `SelectionOptions`, ...) before it plays or writes
+anything; a bad one is `BadOptions`, a `ValueError` naming the option and what was expected.
 """
 
 from harness.api.agent import Agent, load_agent
@@ -18,11 +22,25 @@ from harness.api.evaluate import evaluate, evaluate_async, open_runtime, run_syn
 from harness.api.gate import gate
 from harness.api.results import Episode, RunResult
 from harness.api.suite import Suite, load_suite
+from harness.options import (
+    BadOptions,
+    CompareOptions,
+    EvalOptions,
+    GateOptions,
+    RuntimeOptions,
+    SelectionOptions,
+)
 
 __all__ = [
     "Agent",
+    "BadOptions",
+    "CompareOptions",
     "Episode",
+    "EvalOptions",
+    "GateOptions",
     "RunResult",
+    "RuntimeOptions",
+    "SelectionOptions",
     "Suite",
     "compare",
     "evaluate",

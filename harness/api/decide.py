@@ -9,6 +9,7 @@ from harness import defaults
 from harness.api.evaluate import open_runtime, run_sync
 from harness.api.results import RunResult
 from harness.compare import ComparisonResult, compare_runs
+from harness.options import CompareOptions, checked
 from harness.specs.agent import ModelRef
 from harness.store import Store
 from harness.store.tasks import PlayedTask, played_tasks
@@ -46,7 +47,9 @@ def compare(
     max_error_rate: float = defaults.MAX_ERROR_RATE,
 ) -> ComparisonResult:
     """A/B: B against A on the tasks both played (paired, clustered by task); with a judge
-    model, the relative judge too (each pair both ways)."""
+    model, the relative judge too (each pair both ways). `max_error_rate` is 0 to 1
+    (`CompareOptions`)."""
+    checked(CompareOptions, "compare", max_error_rate=max_error_rate)
     target, a, b = _store(store, run_a, run_b), _run_id(run_a), _run_id(run_b)
 
     async def compared() -> ComparisonResult:  # on the thread that runs it: SQLite's rule

@@ -16,11 +16,13 @@ from harness.api.agent import Agent
 from harness.api.results import RunResult
 from harness.api.suite import Suite
 from harness.engine.context import Engine
+from harness.engine.executors import check_executor
 from harness.engine.grade import claim_grading, grade_run
 from harness.engine.play import play_run
 from harness.engine.progress import Board
 from harness.grading.requirements import JUDGE_HINT, missing_isolation, missing_judge, project_judge
 from harness.models import CallPolicy, ModelRuntime, PriceTable, ResponseCache
+from harness.options import EvalOptions, RuntimeOptions, checked
 from harness.sim.suite import check_variant
 from harness.specs.agent import ModelRef
 from harness.specs.located import Location, SpecError
@@ -37,7 +39,12 @@ def open_runtime(
     timeout_s: float = defaults.MODEL_TIMEOUT_S,
     retries: int = defaults.MODEL_RETRIES,
 ) -> ModelRuntime:
-    """A model runtime: its response cache, prices and retry policy."""
+    """A model runtime: its response cache, prices and retry policy (`RuntimeOptions`: a
+    timeout of 0.01 to 86,400 s, 0 to 100 retries; `BadOptions` names a value out of range)."""
+    checked(
+        RuntimeOptions, "open_runtime", cache=cache, prices=prices, timeout_s=timeout_s,
+        retries=retries,
+    )  # fmt: skip
     return ModelRuntime(
         cache=ResponseCache(cache) if cache else None,
         prices=PriceTable(prices),
@@ -72,9 +79,34 @@ async def evaluate_async(
     weave_project: str | None = None,
     executor: str | None = None,
     unsafe_checkers: bool = False,
-    progress: bool = False,
+    progress: bool | None = False,
+    workers: int | None = None,
 ) -> RunResult:
-    """`evaluate` for code that is already in an event loop: `await harness.evaluate_async(...)`."""
+    """`evaluate` for code that is already in an event loop: `await harness.evaluate_async(...)`.
+
+    Every option is checked by `EvalOptions` before anything is played or stored: `trials` 1 to
+    `defaults.MAX_TRIALS`, `concurrency` 1 to `defaults.MAX_CONCURRENCY`, `executor` local or
+    ray (`workers`: Ray workers, 1 or more), `unsafe_checkers` and `progress` booleans (the
+    string "false" is refused, not truthy). A bad one is `BadOptions` (a `ValueError`) naming
+    it and what was expected."""
+    options = checked(
+        EvalOptions,
+        "evaluate",
+        trials=trials,
+        concurrency=concurrency,
+        store=store,
+        judge_model=judge_model,
+        runtime=runtime,
+        traces=traces,
+        weave_project=weave_project,
+        executor=executor,
+        workers=workers,
+        unsafe_checkers=unsafe_checkers,
+        progress=progress,
+    )
+    if executor is not None:
+        check_executor(executor, "evaluate: executor")
+    trials, concurrency, workers = options.trials, options.concurrency, options.workers
     judge = _judge(judge_model)
     check_variant(agent.loaded, suite.cases)
     check_gradable(suite, judge, unsafe_checkers)
@@ -90,7 +122,13 @@ async def evaluate_async(
         resources.callback(tracer.close)
         board = resources.enter_context(Board(enabled=progress))
         engine = Engine(
-            opened, runtime, tracer, board, executor=executor, unsafe_checkers=unsafe_checkers
+            opened,
+            runtime,
+            tracer,
+            board,
+            executor=executor,
+            workers=workers,
+            unsafe_checkers=unsafe_checkers,
         )
         config = {
             "agent": str(agent.path),

@@ -46,6 +46,7 @@ from harness.gate.evidence import (
     stored_rounds,
 )
 from harness.gate.suites import choose_runs, run_suite
+from harness.options import GateOptions, checked
 from harness.sim.agent import check_agent
 from harness.sim.suite import TaskCase
 from harness.sim.taskset import LoadTasksParams, load_task_set
@@ -271,7 +272,10 @@ def gate(
     unless `play` is false; what is still undecided makes the gate UNDECIDED, never a pass.
     `progress`: True shows a live board of what it plays, None a live board on a terminal and
     a line every tenth elsewhere, False nothing. The decision joins the store's gate
-    history."""
+    history. `allow_suite_change`, `play` and `progress` are booleans (`GateOptions`)."""
+    checked(
+        GateOptions, "gate", allow_suite_change=allow_suite_change, play=play, progress=progress
+    )
     rules = config if isinstance(config, Gate) else load_gate_config(config)
     runs = [run for run in (candidate, baseline) if run is not None]
     target = store if store is not None else _store_of(runs)

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
+from harness.options import SelectionOptions, checked
 from harness.sim.taskset import LoadTasksParams, TaskSet, load_task_set
+from harness.specs.references import check_paths
 
 
 class Suite(TaskSet):
@@ -44,8 +46,15 @@ def load_suite(
 ) -> Suite:
     """Load task files and folders (personas from `personas`, else the nearest folder), keep
     the tasks with one of `ids`, `tags` and `levels` (each when given), then a random `sample`
-    (by `seed`), then the first `limit`; `set` and `persona_set` are `PATH=VALUE` overrides."""
+    (by `seed`), then the first `limit`; `set` and `persona_set` are `PATH=VALUE` overrides.
+    The selection is checked by `SelectionOptions` (`sample` and `limit` 1 or more, `seed` 0 or
+    more): `BadOptions` names a bad one."""
+    checked(
+        SelectionOptions, "load_suite", ids=list(ids), tags=list(tags), levels=list(levels),
+        sample=sample, seed=seed, limit=limit,
+    )  # fmt: skip
     listed = [paths] if isinstance(paths, str | Path) else list(paths)
+    check_paths([Path(p) for p in listed])
     params = LoadTasksParams.model_validate(
         {
             "paths": [str(p) for p in listed],

@@ -52,17 +52,22 @@ NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor w
 PricesOpt = Annotated[
     Path | None, typer.Option(help="YAML of USD per million tokens, over the bundled prices.")
 ]
-TimeoutOpt = Annotated[float, typer.Option(min=0.01, help="Seconds per model call.")]
-RetriesOpt = Annotated[int, typer.Option(min=0, help="Retries of a failed model call.")]
 
 
-def bounded(option: str, maximum: int) -> Callable[[int], int]:
-    """A check of a count option between 1 and `maximum`: past it, one line and exit 2 while
-    parsing (a huge count would only fail later, or hold memory per slot)."""
+def option_check(model: str, name: str, option: str) -> Callable[[Any], Any]:
+    """A check of option `option` by the rules of field `name` of the options model `model`
+    (`harness.options`, imported when an option is checked: `harness --help` stays fast), the
+    model the library call checks too: a value it refuses is one line and exit 2 while parsing
+    (a huge count would only fail later, or hold memory per slot)."""
 
-    def check(value: int) -> int:
-        if not 1 <= value <= maximum:
-            fail(f"harness: {option}: expected 1 to {maximum:,}, got {value}")
+    def check(value: Any) -> Any:
+        import harness.options
+
+        if value is None:
+            return value
+        problem = harness.options.problem_of(getattr(harness.options, model), name, value)
+        if problem is not None:
+            fail(f"harness: {option}: {problem}")
         return value
 
     return check
@@ -71,14 +76,28 @@ def bounded(option: str, maximum: int) -> Callable[[int], int]:
 ConcurrencyOpt = Annotated[
     int,
     typer.Option(
-        callback=bounded("--concurrency", MAX_CONCURRENCY),
+        callback=option_check("EvalOptions", "concurrency", "--concurrency"),
         help=f"Episodes run at once (1 to {MAX_CONCURRENCY:,}).",
+    ),
+]
+TimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        callback=option_check("RuntimeOptions", "timeout_s", "--timeout"),
+        help="Seconds per model call (0.01 to 86,400).",
+    ),
+]
+RetriesOpt = Annotated[
+    int,
+    typer.Option(
+        callback=option_check("RuntimeOptions", "retries", "--retries"),
+        help="Retries of a failed model call (0 to 100).",
     ),
 ]
 TrialsOpt = Annotated[
     int,
     typer.Option(
-        callback=bounded("--trials", MAX_TRIALS),
+        callback=option_check("EvalOptions", "trials", "--trials"),
         help=f"Episodes per task (1 to {MAX_TRIALS:,}).",
     ),
 ]
@@ -92,10 +111,26 @@ LevelOpt = Annotated[
     list[int] | None, typer.Option("--level", help="Only tasks of this level (repeatable).")
 ]
 SampleOpt = Annotated[
-    int | None, typer.Option(min=1, help="A random sample of N of the selected tasks (--seed).")
+    int | None,
+    typer.Option(
+        callback=option_check("SelectionOptions", "sample", "--sample"),
+        help="A random sample of N of the selected tasks (--seed).",
+    ),
 ]
-SeedOpt = Annotated[int, typer.Option(help="Seed of --sample: the same seed, the same tasks.")]
-LimitOpt = Annotated[int | None, typer.Option(min=1, help="At most N tasks, in file order.")]
+SeedOpt = Annotated[
+    int,
+    typer.Option(
+        callback=option_check("SelectionOptions", "seed", "--seed"),
+        help="Seed of --sample (0 or more): the same seed, the same tasks.",
+    ),
+]
+LimitOpt = Annotated[
+    int | None,
+    typer.Option(
+        callback=option_check("SelectionOptions", "limit", "--limit"),
+        help="At most N tasks, in file order.",
+    ),
+]
 UnsafeCheckersOpt = Annotated[
     bool,
     typer.Option(
@@ -246,6 +281,27 @@ def fail(message: str) -> NoReturn:
     comes from the input (a path, a store URL), so it is written `\\n`, not cut off."""
     echo_error(message.replace("\r", "\\r").replace("\n", "\\n"))
     raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def readable_file(option: str, path: Path | None) -> None:
+    """A file option that must name a readable file: a missing one, a folder, a symlink loop
+    or one without permission is one line naming the option, and exit 2, before anything is
+    written."""
+    import stat
+
+    if path is None:
+        return
+    try:
+        mode = path.stat().st_mode
+    except (OSError, RuntimeError) as exc:  # a symlink loop: ELOOP
+        from harness.specs.references import unreadable_file
+
+        why = "file not found" if isinstance(exc, FileNotFoundError) else unreadable_file(path, exc)
+        fail(f"harness: {option} {path}: {why}")
+    if not stat.S_ISREG(mode):
+        fail(f"harness: {option} {path}: expected a file")
+    if not os.access(path, os.R_OK):
+        fail(f"harness: {option} {path}: cannot read it: permission denied")
 
 
 def parse_model_option(option: str, text: str) -> dict[str, Any]:

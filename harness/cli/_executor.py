@@ -1,22 +1,20 @@
-"""The options that choose where episodes are played, shared by `run-eval` and `climb`."""
+"""The options that choose where episodes are played, shared by `run-eval` and `climb`, checked
+by the rules `harness.evaluate` checks its `executor` and `workers` with (`EvalOptions`)."""
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 
-
-class ExecutorName(StrEnum):
-    LOCAL = "local"
-    RAY = "ray"
-
+from harness.cli._common import option_check
 
 ExecutorOpt = Annotated[
-    ExecutorName | None,
+    str | None,
     typer.Option(
         "--executor",
+        metavar="[local|ray]",
+        callback=option_check("EvalOptions", "executor", "--executor"),
         help="Where episodes are played: local (this process) or ray (Ray workers: the cluster "
         "$RAY_ADDRESS names, else a local Ray). Default: each simulate node's `executor`, "
         "else local.",
@@ -24,9 +22,12 @@ ExecutorOpt = Annotated[
 ]
 WorkersOpt = Annotated[
     int | None,
-    typer.Option(min=1, help="With --executor ray: workers (default: one per CPU of the cluster)."),
+    typer.Option(
+        callback=option_check("EvalOptions", "workers", "--workers"),
+        help="With --executor ray: workers (default: one per CPU of the cluster).",
+    ),
 ]
 
 
-def executor_name(executor: ExecutorName | None) -> str | None:
-    return executor.value if executor is not None else None
+def executor_name(executor: str | None) -> str | None:
+    return executor

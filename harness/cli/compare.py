@@ -25,6 +25,7 @@ from harness.cli._common import (
     announce,
     json_stdout,
     make_console,
+    option_check,
     parse_model_option,
     print_json,
     print_outcome,
@@ -64,9 +65,8 @@ def compare(
     max_error_rate: Annotated[
         float,
         typer.Option(
-            min=0,
-            max=1,
-            help="Most share of either run's episodes without evidence (errors, ungraded): "
+            callback=option_check("CompareOptions", "max_error_rate", "--max-error-rate"),
+            help="Most share of either run's episodes without evidence (errors, ungraded), 0 to 1: "
             "above it the verdict is 'undecided: errors', as the gate's ceiling.",
         ),
     ] = defaults.MAX_ERROR_RATE,

@@ -14,7 +14,9 @@ from harness.cli._common import user_errors
 
 
 def fake_server(
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8000,
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0 picks a free one).")
+    ] = 8000,
     script: Annotated[
         Path | None, typer.Option(help="Rules file of replies (default: echo).")
     ] = None,

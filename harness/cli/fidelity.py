@@ -9,7 +9,7 @@ import typer
 
 from harness import defaults
 from harness.cli import traces as session_options  # the session options of `traces to-tasks`
-from harness.cli._common import StoreOpt, fail, make_console, user_errors
+from harness.cli._common import StoreOpt, fail, make_console, option_check, user_errors
 
 
 def _number(value: float | None, digits: int = 2) -> str:
@@ -73,9 +73,19 @@ def fidelity(
     until: session_options.UntilOpt = None,
     store: StoreOpt = defaults.RESULTS_STORE,
     bootstrap: Annotated[
-        int, typer.Option(min=100, max=100_000, help="Bootstrap resamples of the interval.")
+        int,
+        typer.Option(
+            callback=option_check("MiningOptions", "bootstrap", "--bootstrap"),
+            help="Bootstrap resamples of the interval (100 to 100,000).",
+        ),
     ] = 1000,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    seed: Annotated[
+        int,
+        typer.Option(
+            callback=option_check("MiningOptions", "seed", "--seed"),
+            help="Seed of the bootstrap (0 or more).",
+        ),
+    ] = 0,
     html: Annotated[
         Path | None, typer.Option(help="Also write the run's HTML report, with this report.")
     ] = None,
@@ -118,7 +128,7 @@ def fidelity(
     finally:
         results.close()
     for problem in problems:
-        typer.echo(f"unreadable {problem}", err=True)
+        typer.echo(f"{getattr(problem, 'label', 'unreadable')} {problem}", err=True)
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     else:

@@ -136,7 +136,7 @@ def judge_calibrate(
     for key, why in found.errors:
         typer.echo(f"error {key}: {why}", err=True)
     for problem in found.unreadable:
-        typer.echo(f"unreadable {problem}", err=True)
+        typer.echo(f"{getattr(problem, 'label', 'unreadable')} {problem}", err=True)
     typer.echo(
         f"{found.judged} judged, {len(found.errors)} judge error(s) left out, "
         f"{found.unlabelled} without human feedback"

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from harness import defaults
-from harness.cli._common import fail, user_errors
+from harness.cli._common import fail, option_check, user_errors
 from harness.cli.traces import (
     NegativeOpt,
     OpOpt,
@@ -40,11 +40,18 @@ def personas_from_traces(
     thread: ThreadOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
-    seed: Annotated[int, typer.Option(help="Seed of the clustering.")] = 0,
+    seed: Annotated[
+        int,
+        typer.Option(
+            callback=option_check("MiningOptions", "seed", "--seed"),
+            help="Seed of the clustering (0 or more).",
+        ),
+    ] = 0,
 ) -> None:
     """Measure how real users behave in production sessions (read and filtered as `traces
     to-tasks` reads them), cluster them into profiles and write one persona per profile, its
     `behaviour:` the measured values and its description the profile's share of traffic."""
+    from harness.production.calls import skipped
     from harness.production.mine import mine_personas
 
     if out.exists() and not out.is_dir():
@@ -58,9 +65,9 @@ def personas_from_traces(
     finally:
         close()
     for problem in problems:
-        typer.echo(f"unreadable {problem}", err=True)
+        typer.echo(f"{getattr(problem, 'label', 'unreadable')} {problem}", err=True)
     if not written:
         fail(f"--source {source}: no sessions found")
     for path in written:
         typer.echo(f"wrote {path}")
-    typer.echo(f"{len(written)} persona(s) in {out}, {len(problems)} unreadable")
+    typer.echo(f"{len(written)} persona(s) in {out}, {skipped(problems)} unreadable")

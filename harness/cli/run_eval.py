@@ -100,6 +100,7 @@ def run_eval(
     pipeline, each run's pass rate with its interval, errors by side and cost, the comparisons
     and gate decisions."""
     from harness.cli.templates import RUN_EVAL_SHORTCUTS, flags_dag
+    from harness.options import EvalOptions, RuntimeOptions, SelectionOptions, checked
     from harness.pipeline.runner import (
         RunOptions,
         read_dag,
@@ -110,6 +111,7 @@ def run_eval(
     from harness.project import use_project_of
     from harness.specs.agent import ModelRef
     from harness.specs.located import Location, SpecError
+    from harness.specs.references import check_paths
 
     options = RunOptions(
         store=store,
@@ -128,6 +130,14 @@ def run_eval(
     )
     forms = {"a DAG file": dag, "--tasks/--agent": tasks or agent, "--resume": resume}
     with user_errors(), json_stdout(as_json):
+        # The rules `harness.evaluate` checks its options with, before anything is written.
+        checked(
+            EvalOptions, "run-eval", cli=True, trials=trials, concurrency=concurrency,
+            executor=options.executor, workers=workers, unsafe_checkers=unsafe_checkers,
+        )  # fmt: skip
+        checked(RuntimeOptions, "run-eval", cli=True, timeout_s=timeout, retries=retries)
+        checked(SelectionOptions, "run-eval", cli=True, sample=sample, seed=seed, limit=limit)
+        check_paths([*(tasks or []), *([agent] if agent else []), *([dag] if dag else [])])
         use_project_of(dag or (tasks[0] if tasks else None) or agent)
         if len([form for form, given in forms.items() if given]) != 1:
             raise SpecError.at(

@@ -38,10 +38,12 @@ def tasks_list(
 
     from harness.project import use_project_of
     from harness.sim.taskset import LoadTasksParams, load_task_set
+    from harness.specs.references import check_paths
 
     selection = task_selection(ids, tags, level, sample, seed, limit)
     params = LoadTasksParams.model_validate({"paths": [str(p) for p in paths], **selection})
     with user_errors():
+        check_paths(paths)
         use_project_of(paths[0] if paths else None)
         cases = load_task_set(params, "tasks list").cases
     table = Table(title=f"{len(cases)} tasks", title_justify="left")

@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from harness import defaults
-from harness.cli._common import fail, make_console, parse_model_option, user_errors
+from harness.cli._common import (
+    fail,
+    make_console,
+    parse_model_option,
+    readable_file,
+    user_errors,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -101,26 +107,44 @@ def traces_show(
     also with its feedback and the failures found in it."""
     from harness.production.episodes import find_episode, find_session
     from harness.report.conversation import print_conversation
+    from harness.secrets import redact_pii
 
     episode = find_episode(store, call_id) if store.is_file() else None
     if episode is not None and episode.transcript is not None:
-        print_conversation(episode.transcript, episode.verdict, make_console())
+        # the harness's own episode: its users are simulated, their emails the task's facts
+        verdict = _masked(episode.verdict, pii=False) if episode.verdict is not None else None
+        print_conversation(_masked(episode.transcript, pii=False), verdict, make_console())
         return
     session = find_session(store, call_id) if store.is_file() and episode is None else None
     if session is None:
-        fail(f"{store}: no single finished episode or app session with id {call_id!r}")
+        fail(redact_pii(f"{store}: no single finished episode or app session with id {call_id!r}"))
     if session.conversation is None:
-        fail(f"{store}: {session.key}: " + "; ".join(p.why for p in session.problems))
+        fail(redact_pii(f"{store}: {session.key}: " + "; ".join(p.why for p in session.problems)))
     _print_session(session, make_console())
+
+
+def _masked(model: Any, pii: bool = True) -> Any:
+    """A pydantic model (a transcript, a verdict) with every string redacted: keys, passwords,
+    card numbers always; with `pii`, emails and phone numbers too (`harness.secrets.redact_pii`):
+    `traces show` prints production's text, never its users' contact details."""
+    from harness.secrets import redact_data, redactor
+
+    return type(model).model_validate(redact_data(model.model_dump(mode="json"), redactor(pii)))
 
 
 def _print_session(session: AppSession, console: Console) -> None:
     """An app's session as `traces show` prints an episode, then its feedback (which call got
     it) and the failures `traces to-tasks` would find in it."""
-    from rich.markup import escape
+    from rich.markup import escape as escape_markup
 
     from harness.production.failures import failure_of
     from harness.report.conversation import print_conversation
+    from harness.secrets import redactor
+
+    masked = redactor(pii=True)
+
+    def escape(text: str) -> str:
+        return escape_markup(masked(text))
 
     conversation = session.conversation
     assert conversation is not None  # `traces_show` fails on a session it could not rebuild
@@ -131,7 +155,7 @@ def _print_session(session: AppSession, console: Console) -> None:
             "duration_s": session.duration_s,
         }
     )
-    print_conversation(transcript, None, console)
+    print_conversation(_masked(transcript), None, console)
     console.print(f"\nfeedback: {len(conversation.feedback) or 'none'}")
     for row in conversation.feedback:
         kind, payload = str(row.get("feedback_type", "")), row.get("payload") or {}
@@ -143,7 +167,7 @@ def _print_session(session: AppSession, console: Console) -> None:
             text = f"{kind}: {json.dumps(payload, ensure_ascii=False)}"
         call = str(row.get("weave_ref") or "").rsplit("/call/", 1)[-1]
         on = f"  (on {session.ops[call]} {call[-8:]})" if call in session.ops else ""
-        console.print(f"  {escape(text)}{on}")
+        console.print(f"  {escape(text)}{escape(on)}")
     failure = failure_of(conversation)
     reasons = failure.reasons()
     console.print(f"\nfailures: {len(reasons) or 'none'}")
@@ -151,7 +175,7 @@ def _print_session(session: AppSession, console: Console) -> None:
     for index, reason in enumerate(reasons):
         origin = origins[index] if index < len(origins) else None
         at = f"  (at {origin.op} {origin.call_id[-8:]})" if origin and origin.call_id else ""
-        console.print(f"  {escape(reason)}{at}")
+        console.print(f"  {escape(reason)}{escape(at)}")
     for problem in session.problems:
         console.print(f"  [dim]left out: {escape(problem.why)}[/]")
 
@@ -233,7 +257,7 @@ def traces_export(
     finally:
         close()
     for problem in problems:
-        typer.echo(f"skipped {problem}", err=True)
+        typer.echo(f"{'skipped' if problem.skipped else 'warning'} {problem}", err=True)
     typer.echo(f"wrote {count} calls to {out}")
 
 
@@ -293,6 +317,8 @@ def traces_to_tasks(
     from harness.production.to_tasks import domain_for_tasks, to_tasks
     from harness.specs.located import Location, SpecError
 
+    readable_file("--state-file", state_file)
+    readable_file("--state-db", state_db)
     problems: list[Any] = []
     with user_errors():
         filters = session_filters(status, negative, op, thread, since, until)
@@ -324,9 +350,10 @@ def traces_to_tasks(
         typer.echo(f"skipped {path}  (exists; --force to overwrite)")
     unreadable = problems + written.unreadable
     for problem in unreadable:
-        typer.echo(f"unreadable {problem}", err=True)
+        typer.echo(f"{getattr(problem, 'label', 'unreadable')} {problem}", err=True)
     for note in written.notes:
         typer.echo(f"note {note}", err=True)
     typer.echo(
-        f"{len(written.made)} made, {len(written.skipped)} skipped, {len(unreadable)} unreadable"
+        f"{len(written.made)} made, {len(written.skipped)} skipped, "
+        f"{sum(getattr(p, 'skipped', True) for p in unreadable)} unreadable"
     )

@@ -6,6 +6,13 @@
 the sandbox directory, and sends one line of JSON, `{"code", "function", "args"}`, on stdin.
 Kept to the standard library: the Docker backend runs it in a stock image.
 
+Where the program is its PID namespace's init (bubblewrap's `--as-pid-1`: no init of
+bubblewrap's, whose descriptors a checker could open, is in there), it first makes itself
+undumpable and forks the supervisor; the init keeps nothing but /dev/null, reaps what comes to
+it and exits with the supervisor's status (128 + N for signal N), so that the sandbox's exit is
+the supervisor's report and status alone. Signals from inside the namespace do not reach an
+init, and its end kills all that is left in the namespace.
+
 The supervisor (`supervise`) holds the only channel to the harness (its original stderr) and
 reports exactly one line there. It makes itself undumpable (no other process of the sandbox may
 trace it or open its descriptors through /proc) and a child subreaper (every process the
@@ -14,9 +21,11 @@ stderr (the checker's output, to the harness's output pipe) and a pipe to the su
 nothing else. The checker process sets its limits, installs the audit hook, calls the function,
 writes the result on the pipe and stops itself with SIGSTOP. The supervisor takes a value only
 from a checker that stopped that way with exactly one result line on the pipe and no process
-left behind; a checker that exited, was killed, wrote a refusal or left processes running is an
-error with that reason. A line the checker wrote on the pipe itself stands at most for a value it
-could have returned.
+left behind (a thread group whose leader ended while a thread of it still runs counts as one);
+a checker that exited, was killed, wrote a refusal or left processes running is an error with
+that reason, and what it left is killed. A line the checker wrote on the pipe itself stands at
+most for a value it could have returned. Under bubblewrap a seccomp filter (`sandbox_local`)
+also holds for all three processes.
 
 The hook is a tripwire, not the boundary (Docker or bubblewrap is: code below the audit events,
 such as libc calls, goes around any hook). What it refuses it records: the refusal line
@@ -29,7 +38,8 @@ The audit hook lets the checker
 - write (open for writing, mkdir, rename, remove, chmod, chown, utime, truncate, xattrs) only
   inside the sandbox directory and to /dev/null, at most FILE_WRITES times;
 - open directories only in the sandbox directory, and no devices, FIFOs or sockets but the two;
-- load native code only from the interpreter's trees.
+- load native code only from the standard library's own folder of extension modules
+  (`lib-dynload` on its import path), never from site-packages or a file of its own.
 It refuses everything else on paths, and process creation, signals, sockets, ctypes, changing
 directory, links, changing rlimits, building code objects, garbage-collector introspection,
 subinterpreters, and the extension modules that act below the audit events (REFUSED_MODULES),
@@ -58,6 +68,7 @@ PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36  # prctl(2) options
 REFUSED = "\x00refused\x00 "  # starts the line of a refused operation on the result channel
 REFUSED_STATUS = 86  # the exit status after a refusal
 TIME_ZONES = "/usr/share/zoneinfo"  # public data that `zoneinfo` reads
+DYNLOAD = "lib-dynload"  # the standard library's folder of extension modules
 DEVICES = frozenset({"/dev/null", "/dev/urandom"})  # the only non-regular files a checker may open
 WRITABLE_FILES = frozenset({"/dev/null"})  # besides the sandbox directory
 READ_EVENTS = frozenset({"os.listdir", "os.scandir", "os.getxattr", "os.listxattr"})
@@ -140,6 +151,14 @@ def set_limits(cpu_s: int, memory_mb: int, file_mb: int, open_files: int, proces
         resource.setrlimit(limit, (value, value))
 
 
+def native_roots() -> tuple[str, ...]:
+    """Where extension modules may be loaded from: the standard library's `lib-dynload`, as on
+    the interpreter's own import path (`-I -S`: no site-packages there) and beside `os`."""
+    paths = [path for path in sys.path if os.path.basename(path) == DYNLOAD]
+    paths.append(os.path.join(os.path.dirname(os.__file__), DYNLOAD))
+    return tuple(sorted({os.path.realpath(path) for path in paths}))
+
+
 def readable_roots() -> tuple[str, ...]:
     """The interpreter's trees (prefixes and import path: all it needs to import the stdlib),
     and the time zone database."""
@@ -148,9 +167,14 @@ def readable_roots() -> tuple[str, ...]:
 
 
 def audit_hook(
-    sandbox: str, roots: tuple[str, ...], file_writes: int, result_fd: int = RESULT_FD
+    sandbox: str,
+    roots: tuple[str, ...],
+    file_writes: int,
+    result_fd: int = RESULT_FD,
+    native: tuple[str, ...] | None = None,
 ) -> Callable[[str, tuple[object, ...]], None]:
     """The hook that refuses what a checker must not do (the policy is in the module docstring).
+    `native`: the folders extension modules may come from (default: `native_roots()`).
 
     The checker runs in this interpreter and can rebind module attributes and builtins, and can
     reach a finished hook's local values through the traceback of a refusal. So the hook is one
@@ -167,6 +191,7 @@ def audit_hook(
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
     inside = sandbox + "/"
     root_prefixes = tuple(root + "/" for root in roots)
+    native_prefixes = tuple(root + "/" for root in (native_roots() if native is None else native))
     readable = frozenset({sandbox, *roots, *DEVICES})
     readable_prefixes = (inside, *root_prefixes)
     devices, writable = DEVICES, WRITABLE_FILES
@@ -259,7 +284,7 @@ def audit_hook(
                 elif access == "read":
                     if not (real in readable or real.startswith(readable_prefixes)):
                         raise forbidden(f"forbidden: reading {real} outside the allowed paths")
-                elif not real.startswith(root_prefixes):
+                elif not real.startswith(native_prefixes):
                     raise forbidden(f"forbidden: loading native code from {real}")
                 # Descriptors of directories only in the sandbox: paths relative to one (dir_fd,
                 # which the hook does not see) then still resolve inside it. And no devices.
@@ -338,16 +363,45 @@ def run_check(payload: dict[str, Any], numbers: list[int], hook: bool) -> None:
     os._exit(0)  # not reached
 
 
-def protect_supervisor() -> None:
+def protect_supervisor(subreaper: bool = True) -> None:
     """Undumpable: no process of the sandbox (same user) may trace the supervisor or open its
     descriptors or memory through /proc. A child subreaper: orphans of the checker's processes
     become its children, so that none escapes the count of what was left running."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    for option, value in ((PR_SET_DUMPABLE, 0), (PR_SET_CHILD_SUBREAPER, 1)):
+    options = ((PR_SET_DUMPABLE, 0), (PR_SET_CHILD_SUBREAPER, 1))
+    for option, value in options if subreaper else options[:1]:
         if libc.prctl(option, value, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), f"prctl({option}, {value}) failed")
+
+
+def init() -> None:
+    """As PID 1 of the sandbox's namespace: fork the supervisor, which returns from here; stay
+    behind as the namespace's init, undumpable and holding nothing but /dev/null, reap every
+    process that comes to it and exit with the supervisor's status (128 + N when signal N
+    killed it, as bubblewrap reports it). Its end kills the namespace's other processes."""
+    protect_supervisor(subreaper=False)  # the supervisor inherits it and sets it again
+    supervisor = os.fork()
+    if supervisor == 0:
+        return
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, 1 << 16)  # the harness's pipes, the payload's copies
+    status = 1 << 8
+    while True:
+        try:
+            pid, found = os.waitpid(-1, 0)
+        except ChildProcessError:  # not reached: the supervisor is reaped here first
+            break
+        except InterruptedError:
+            continue
+        if pid == supervisor:
+            status = found
+            break
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(128 - code if code < 0 else code)
 
 
 def start_checker(payload: dict[str, Any], numbers: list[int], hook: bool) -> tuple[int, int]:
@@ -405,7 +459,9 @@ def wait_checker(pid: int, read_end: int) -> tuple[int, bytes]:
 
 
 def descendants() -> dict[int, str]:
-    """The supervisor's living descendants (zombies aside), by pid, with their names."""
+    """The supervisor's living descendants, by pid, with their names: zombies aside, but not a
+    thread group whose leader ended (a zombie, until the last thread ends) while a thread of it
+    still runs."""
     parents: dict[int, int] = {}
     names: dict[int, str] = {}
     for entry in os.listdir("/proc"):
@@ -417,7 +473,7 @@ def descendants() -> dict[int, str]:
         except OSError:  # it ended meanwhile
             continue
         fields = tail.split()
-        if fields and fields[0] != b"Z":
+        if fields and (fields[0] != b"Z" or running_threads(entry)):
             parents[int(entry)] = int(fields[1])
             names[int(entry)] = head.partition(b"(")[2].decode(errors="replace")
     found, todo = {}, [os.getpid()]
@@ -428,6 +484,14 @@ def descendants() -> dict[int, str]:
                 found[pid] = names[pid]
                 todo.append(pid)
     return found
+
+
+def running_threads(pid: str) -> bool:
+    """Whether a zombie's thread group still has threads (the leader's task stays listed)."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:  # reaped meanwhile
+        return False
 
 
 def reap() -> None:
@@ -507,6 +571,8 @@ def supervise() -> None:
     """The supervisor: the payload, protection, the checker, its leftovers, one report."""
     numbers = [int(arg) for arg in sys.argv[1:7]]
     hook = sys.argv[7:8] != ["0"]
+    if os.getpid() == 1:  # bubblewrap's --as-pid-1: the init stays behind
+        init()
     report = os.dup(2)
     os.dup2(1, 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

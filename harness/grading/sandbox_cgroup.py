@@ -10,6 +10,14 @@ the sandbox falls back to rlimits (`sandbox_local`).
 
 The sandbox's first process joins the cgroup before it execs bubblewrap (`enter`), so nothing of
 the sandbox ever runs outside it.
+
+Each cgroup is named after the harness process that owns it
+(`harness-sandbox-<pid>-<pid namespace>-<n>-<random>`). A harness killed mid-check (kill -9)
+cannot remove its own, so the first process that makes cgroups afterwards
+(`cgroups_writable`, once per process) removes those whose owner is gone
+(`remove_leftovers`): it kills whatever still runs in them first (the unsandboxed backend's
+processes outlive the harness), then removes the folders. Owners in another PID namespace are
+left alone (their pids mean nothing here).
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import contextlib
 import functools
 import itertools
 import os
+import re
 import secrets
 import signal
 import time
@@ -27,6 +36,10 @@ from pathlib import Path
 V1_NEEDED = ("memory", "pids")  # cpu is optional: the wall timeout bounds CPU time anyway
 V1_CONTROLLERS = ("memory", "pids", "cpu")
 CPU_PERIOD_US = 100_000
+PREFIX = "harness-sandbox-"
+# harness-sandbox-<owner pid>-<its pid namespace>-<n>-<random>; names made before the namespace
+# was part of them lack it
+NAME = re.compile(rf"{PREFIX}(?P<pid>\d+)-(?:(?P<ns>\d+)-)?\d+-[0-9a-f]+")
 _counter = itertools.count()
 
 
@@ -75,11 +88,12 @@ class Cgroup:
                 found |= {int(word) for word in (path / "cgroup.procs").read_text().split()}
         return found
 
-    def close(self) -> int:
+    def close(self, grace: bool = True) -> int:
         """Kill whatever is still in the cgroup and remove it; how many processes were left.
-        Those of a sandbox that just ended are given a moment to leave: a PID namespace's
-        processes are still being torn down when its first process has been reaped."""
-        for _ in range(200):
+        Those of a sandbox that just ended are given a moment to leave (`grace`): a PID
+        namespace's processes are still being torn down when its first process has been
+        reaped."""
+        for _ in range(200 if grace else 0):
             if not self.pids():
                 break
             time.sleep(0.001)
@@ -146,6 +160,22 @@ def _parent(controller: str) -> Path | None:
     relative = own[len(root) :] if root != "/" and own.startswith(root) else own
     parent = point / relative.lstrip("/")
     return parent if os.access(parent, os.W_OK) else None
+
+
+def own_memory_limit_mb() -> int | None:
+    """The memory limit of this process's own cgroup (which holds the checks' cgroups), in MB,
+    where it has one."""
+    for controller, name in (("", "memory.max"), ("memory", "memory.limit_in_bytes")):
+        mount, own = _mounts().get(controller), _own_paths().get(controller)
+        if mount is None or own is None:
+            continue
+        point, root = mount
+        relative = own[len(root) :] if root != "/" and own.startswith(root) else own
+        with contextlib.suppress(OSError, ValueError):
+            limit = int((point / relative.lstrip("/") / name).read_text())
+            if limit < 2**60:  # v1's "no limit" is a huge number, v2's is "max"
+                return limit // 2**20
+    return None
 
 
 def _write(path: Path, text: str) -> bool:
@@ -215,7 +245,9 @@ def _make_v1(name: str, memory: int, processes: int) -> Cgroup | None:
 @functools.cache
 def cgroups_writable() -> str | None:
     """Which cgroup version this process can make per-check cgroups in ("v2", "v1"), if any;
-    tried once per process."""
+    tried once per process, after removing the cgroups of harness processes killed
+    mid-check."""
+    remove_leftovers()
     group = create(64 * 1024 * 1024, 4)
     if group is None:
         return None
@@ -226,5 +258,55 @@ def cgroups_writable() -> str | None:
 def create(memory_bytes: int, processes: int) -> Cgroup | None:
     """A new cgroup bounding memory (bytes, swap included), processes and CPU (one CPU), or
     None where this machine does not let this process make one."""
-    name = f"harness-sandbox-{os.getpid()}-{next(_counter)}-{secrets.token_hex(4)}"
+    name = f"{PREFIX}{os.getpid()}-{_pid_namespace()}-{next(_counter)}-{secrets.token_hex(4)}"
     return _make_v2(name, memory_bytes, processes) or _make_v1(name, memory_bytes, processes)
+
+
+@functools.cache
+def _pid_namespace() -> int:
+    """The inode of this process's PID namespace (0 where /proc does not say)."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def process_gone(pid: int) -> bool:
+    """Whether no process has this pid (in this PID namespace)."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
+def leftovers() -> list[Cgroup]:
+    """Per-check cgroups, next to the ones this process makes, whose owner process is gone."""
+    found: dict[str, dict[str, Path]] = {}
+    for controller in ("", *V1_CONTROLLERS):
+        parent = _parent(controller)
+        if parent is None:
+            continue
+        with contextlib.suppress(OSError):
+            for path in parent.iterdir():
+                match = NAME.fullmatch(path.name)
+                if match is None or not path.is_dir():
+                    continue
+                if match["ns"] is not None and int(match["ns"]) != _pid_namespace():
+                    continue
+                if process_gone(int(match["pid"])):
+                    found.setdefault(path.name, {})[controller] = path
+    return [Cgroup(2 if "" in dirs else 1, dirs) for dirs in found.values()]
+
+
+def remove_leftovers() -> int:
+    """Remove the cgroups of harness processes that died mid-check, killing what still runs in
+    them first; how many cgroups were removed."""
+    groups = leftovers()
+    for group in groups:
+        group.close(grace=False)
+    return len(groups)

@@ -266,8 +266,11 @@ def calibrate(
     """Grade every production session with a human label by `checks` (`llm_judge` checks, each
     with the task it comes from, which gives its domain) and count the agreement; the judge of a
     check that names none is `judge_model`."""
+    from harness.production.to_tasks import redacted_calls
+
     found = Calibration()
     labelled = []
+    calls = redacted_calls(calls)  # the judge reads production's sessions: none of its keys
     for conversation in sessions(calls, filters, found.unreadable, error_values):
         label = human_label(conversation)
         if label is None:

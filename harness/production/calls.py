@@ -99,6 +99,9 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 INTERRUPTED = "interrupted"
 _AGE = re.compile(r"(\d+)\s*([mhdw])")
 _AGE_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_AGE_MINUTES = {"m": 1, "h": 60, "d": 24 * 60, "w": 7 * 24 * 60}
+MAX_AGE_DAYS = 36_525
+"""Longest age a `--since`/`--until` bound may name: 100 years (36525d)."""
 
 
 def parse_time(text: str | None) -> datetime | None:
@@ -114,9 +117,15 @@ def parse_time(text: str | None) -> datetime | None:
 
 def parse_when(text: str, now: datetime | None = None) -> datetime:
     """A `--since`/`--until` bound: an ISO date or time (`2026-11-30`, `2026-11-30T10:00`), or
-    an age before now (`30m`, `24h`, `7d`, `2w`); ValueError for anything else."""
+    an age before now (`30m`, `24h`, `7d`, `2w`) of at most `MAX_AGE_DAYS`; ValueError for
+    anything else (an age is bounded before it is computed: no overflow)."""
     age = _AGE.fullmatch(text.strip())
     if age:
+        digits, unit = age.group(1), age.group(2)
+        if len(digits) > 12 or int(digits) * _AGE_MINUTES[unit] > MAX_AGE_DAYS * 24 * 60:
+            raise ValueError(
+                f"expected an age of at most 100 years ({MAX_AGE_DAYS}d), got {text.strip()}"
+            )
         delta = timedelta(**{_AGE_UNITS[age.group(2)]: int(age.group(1))})
         return (now or datetime.now(UTC)) - delta
     value = parse_time(text.strip())
@@ -192,13 +201,72 @@ def read_client(client: Any, filters: Filters) -> Iterator[CallRecord]:
 
 @dataclass
 class Unreadable:
-    """A part of the input that could not be used, and why."""
+    """A part of the input that could not be used, and why; or, `skipped` false, a part that
+    was used after a repair the user should know of (invalid UTF-8 bytes replaced)."""
 
     where: str
     why: str
+    skipped: bool = True
+
+    @property
+    def label(self) -> str:
+        """How a command names it: `unreadable` (left out) or `warning` (used, repaired)."""
+        return "unreadable" if self.skipped else "warning"
 
     def __str__(self) -> str:
         return f"{self.where}: {self.why}"
+
+
+def skipped(problems: list[Unreadable]) -> int:
+    """How many of `problems` left something out (warnings about repaired lines are not)."""
+    return sum(problem.skipped for problem in problems)
+
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""Longest line of a JSONL export that is read (16 MiB): a longer one is skipped, named with
+its size, without ever being held in memory whole (a call of a real session is kilobytes)."""
+_CHUNK = 1024 * 1024  # what is read at a time of the rest of a line too long to keep
+_BOM = b"\xef\xbb\xbf"
+
+
+def jsonl_lines(path: Path, problems: list[Unreadable]) -> Iterator[tuple[int, str]]:
+    """The lines of a JSONL file as text, numbered from 1, blank ones left out. A line longer
+    than `MAX_LINE_BYTES` is skipped (an `Unreadable` naming file:line and its size), read in
+    chunks that are dropped as they come; invalid UTF-8 is replaced with U+FFFD and counted (a
+    warning per line), so one bad byte costs one character, not the file."""
+    with path.open("rb") as lines:
+        number = 0
+        while line := lines.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                size = len(line)
+                while not line.endswith(b"\n") and (line := lines.readline(_CHUNK)):
+                    size += len(line)
+                problems.append(
+                    Unreadable(
+                        f"{path}:{number}",
+                        f"line of {size:,} bytes skipped: longer than the {MAX_LINE_BYTES:,} "
+                        "bytes a call may take",
+                    )
+                )
+                continue
+            if number == 1 and line.startswith(_BOM):
+                line = line[len(_BOM) :]
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                escaped = line.decode("utf-8", "surrogateescape")
+                bad = sum(0xDC80 <= ord(char) <= 0xDCFF for char in escaped)
+                text = line.decode("utf-8", "replace")
+                problems.append(
+                    Unreadable(
+                        f"{path}:{number}",
+                        f"{bad} invalid UTF-8 byte(s) replaced with U+FFFD",
+                        skipped=False,
+                    )
+                )
+            if text.strip():
+                yield number, text
 
 
 # A line written by another exporter than `write_jsonl` (the W&B API's `calls/stream_query`)
@@ -221,22 +289,20 @@ def _decoded(record: CallRecord) -> CallRecord:
 def read_jsonl(path: Path, filters: Filters, problems: list[Unreadable]) -> Iterator[CallRecord]:
     """Calls from a JSONL export; a malformed line is reported and skipped. Objects in weave's
     encoding (an export made with the W&B API) are read as plain data, as from the client;
-    only the lines that hold such an encoding pay for it."""
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = CallRecord.model_validate_json(line)
-            except ValueError as exc:
-                first = str(exc).splitlines()
-                reason = first[0] if len(first) < 3 else f"{first[1]}: {first[2].strip()}"
-                problems.append(Unreadable(f"{path}:{number}", f"not a call: {reason}"))
-                continue
-            if _encoded(line):
-                record = _decoded(record)
-            if filters.admits(record):
-                yield record
+    only the lines that hold such an encoding pay for it. Lines are read by `jsonl_lines`:
+    one too long is skipped, invalid UTF-8 replaced (each named in `problems`)."""
+    for number, line in jsonl_lines(path, problems):
+        try:
+            record = CallRecord.model_validate_json(line)
+        except ValueError as exc:
+            first = str(exc).splitlines()
+            reason = first[0] if len(first) < 3 else f"{first[1]}: {first[2].strip()}"
+            problems.append(Unreadable(f"{path}:{number}", f"not a call: {reason}"))
+            continue
+        if _encoded(line):
+            record = _decoded(record)
+        if filters.admits(record):
+            yield record
 
 
 def write_jsonl(records: Iterator[CallRecord], path: Path) -> int:

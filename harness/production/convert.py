@@ -17,6 +17,14 @@ correct behaviour; this module makes each cluster a task that replays against th
   users rated well, `completed-unrated` for one with no failure signal and a completed
   outcome).
 
+Everything a task takes from production passes through `harness.secrets.redact` (every string
+of the task, keys included: its title, scenario, first message, recordings, checks, criteria,
+source): keys, tokens, passwords, card numbers, CVVs and SSNs are masked, the same value with
+the same placeholder wherever it appears, so a replay still matches a masked argument with its
+masked recording. Emails and phone numbers stay: they are the facts the user gave and the
+checks and the domain's state use. The file is written by the YAML emitter; its header comments
+are single lines with secrets masked, so no newline in an op or exception can start a key.
+
 A cluster that cannot become a valid task (a domain hook that raises on another app's data, a
 task the loader would refuse) is reported and skipped; the others are written, each file
 atomically, and only after every task was built: a conversion never leaves half its output.
@@ -31,7 +39,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +55,7 @@ from harness.production.criteria import rewrite_criteria
 from harness.production.failures import Cluster
 from harness.production.reconstruct import Conversation
 from harness.production.tool_ops import Observation, inferred_tools
+from harness.secrets import redact, redact_data, redactor
 
 IDS = re.compile(r"\b[A-Z]{1,4}-\d+\b")  # any id, when the domain declares no `id_patterns`
 POLITE = re.compile(r"\b(please|thanks|thank you|hi|hello)\b", re.IGNORECASE)
@@ -265,7 +274,7 @@ def task_data(
     data = {
         "kind": "task",
         "id": cluster_.task_id,
-        "title": f"Production {kind}: {summary[:90]}",
+        "title": f"Production {kind}: {' '.join(summary.split())[:90]}",  # one line
         "level": 2 if failure.failed else 1,
         "tags": tags,
         "domain": options.domain,
@@ -329,6 +338,7 @@ def write_tasks(
     """One YAML file per cluster, named by its signature: idempotent, never overwriting an
     existing file unless `force`. Every task is built before any file is written."""
     written = Written()
+    masked = redactor()
     built: list[tuple[Path, dict[str, Any], Cluster]] = []
     for cluster_ in clusters.values():
         path = out / f"{cluster_.task_id}.yaml"
@@ -339,6 +349,7 @@ def write_tasks(
         where = f"{cluster_.first.key} ({cluster_.count} conversation(s))"
         try:
             data, notes = task_data(cluster_, out, options)
+            data = redact_data(data, masked)  # before the check: a masked task must be valid
             _validated(data, options)
         except NotConvertible as exc:
             written.unreadable.append(Unreadable(where, str(exc)))
@@ -351,18 +362,31 @@ def write_tasks(
         written.notes += [Unreadable("--criteria-model", note) for note in notes]
         for data, conversation in failing:  # a model quoting production quotes its values too
             made = derive.generated_values(conversation, _known(data["start"], options))
-            data["checks"] = derive.without_generated(data["checks"], made)
+            data["checks"] = redact_data(derive.without_generated(data["checks"], made), masked)
     out.mkdir(parents=True, exist_ok=True)
     for path, data, cluster_ in built:
-        header = (
-            f"# Made by `harness traces to-tasks` from {cluster_.count} production "
-            f"conversation(s) ({data['source']['kind']}).\n"
-            + "".join(f"# {line}\n" for line in _explained(data["checks"]))
-        )
+        lines = [
+            f"Made by `harness traces to-tasks` from {cluster_.count} production "
+            f"conversation(s) ({data['source']['kind']}).",
+            *_explained(data["checks"]),
+        ]
         text = yaml.dump(data, Dumper=DUMPER, sort_keys=False, allow_unicode=True, width=100)
-        _write_atomically(path, header + text)
+        _write_atomically(path, "".join(comment(line) for line in lines) + text)
         written.made.append(path)
+    written.notes = redacted(written.notes)
+    written.unreadable = redacted(written.unreadable)
     return written
+
+
+def redacted(problems: list[Unreadable]) -> list[Unreadable]:
+    """The problems with secrets masked in what they say (they quote production's text)."""
+    return [replace(p, where=redact(p.where), why=redact(p.why)) for p in problems]
+
+
+def comment(text: str) -> str:
+    """`text` as one YAML comment line: every line break (`\\n`, `\\r`, `\\x85`, `\\u2028`...)
+    and run of whitespace made one space, so that nothing in it can start a key."""
+    return f"# {' '.join(text.split())}\n"
 
 
 MEANINGS = {

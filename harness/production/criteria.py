@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.models import CompletionParams, ModelError, ModelRuntime
 from harness.production.reconstruct import Conversation
+from harness.secrets import redact
 from harness.transcript import Message
 
 WRITER = (
@@ -34,7 +35,7 @@ def _render(conversation: Conversation) -> str:
 async def _rewrite(
     model: Any, conversation: Conversation, reasons: list[str], check: dict[str, Any]
 ) -> str:
-    question = (
+    question = redact(  # production's keys and card numbers are no model's business
         f"Conversation:\n{_render(conversation)}\n\nWhat went wrong: {'; '.join(reasons)}\n\n"
         f"Draft criterion: {check['criterion']}"
     )

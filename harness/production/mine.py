@@ -10,7 +10,8 @@ the 90th percentile of its sessions' user turns, rounded up (a session that ende
 says only that its user had at least that much patience, so the median would have simulated
 users give up where most real ones were still going), `words_per_turn` the median, and
 `examples` up to
-`EXAMPLES` short user messages of the profile's sessions with secrets masked. The profile's
+`EXAMPLES` short user messages of the profile's sessions with secrets and personal data masked
+(`harness.secrets.redact_pii`: keys, passwords, card numbers, emails, phones, SSNs). The profile's
 name and session count are in the persona's `description`, its traffic share is its `share`
 (what a task's `persona: {mix: FOLDER}` weighs it by).
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,7 @@ import yaml
 from harness.production.behaviour import SessionBehaviour, measure_conversation, sessions
 from harness.production.calls import CallRecord, Filters, Unreadable
 from harness.production.profiles import Profile, profiles
-from harness.secrets import redact
+from harness.secrets import redact_data, redactor
 from harness.specs.persona import Persona
 
 EXAMPLES = 3
@@ -125,6 +127,8 @@ def mine_personas(
         ]
     found = profiles(measured, seed=seed)
     by_key = {b.key: b for b in measured}
+    masked = redactor(pii=True)
+    problems[:] = [replace(p, where=masked(p.where), why=masked(p.why)) for p in problems]
     if not found:
         return []
     out.mkdir(parents=True, exist_ok=True)
@@ -139,7 +143,7 @@ def mine_personas(
         examples: list[str] = []
         for key in profile.keys:
             for text in users.get(key, []):
-                text = redact(text.strip())
+                text = masked(text.strip())
                 if text and len(text) <= EXAMPLE_CHARS and text not in examples:
                     examples.append(text)
                     break
@@ -149,7 +153,9 @@ def mine_personas(
         path = out / f"{name}.yaml"
         path.write_text(
             yaml.safe_dump(
-                persona_data(profile, name, examples, members), sort_keys=False, allow_unicode=True
+                redact_data(persona_data(profile, name, examples, members), masked),
+                sort_keys=False,
+                allow_unicode=True,
             ),
             encoding="utf-8",
         )

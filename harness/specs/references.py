@@ -7,7 +7,9 @@ spec reads the same from wherever the harness is run.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +51,29 @@ def resolve_file(
         if not reference.endswith(".py"):
             return
         suffix = f":{function}"
-    target = (base.parent / reference).resolve()
-    if not target.is_file():
-        where = nearest(positions, keys, Location(display(base), 1, 1))
+    where = nearest(positions, keys, Location(display(base), 1, 1))
+    named = base.parent / reference
+    try:  # a symlink loop is a RuntimeError before Python 3.13, an OSError (ELOOP) after
+        target = named.resolve()
+        found = target.is_file()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise SpecError.at(where, format_path(keys), unreadable_file(named, exc)) from None
+    if not found:
         raise SpecError.at(where, format_path(keys), f"file not found: {display(target)}")
+    if not os.access(target, os.R_OK):
+        why = f"cannot read {display(target)}: permission denied"
+        raise SpecError.at(where, format_path(keys), why)
     parent[keys[-1]] = f"{target}{suffix}"
+
+
+def unreadable_file(path: Path, exc: BaseException) -> str:
+    """Why a file a spec names cannot be read, in a few words naming it: a symlink loop, a
+    path too long, no permission (never a traceback)."""
+    if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
+        return f"cannot read {display(path)}: a symlink loop"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot read {display(path)}: {exc.strerror}"
+    return f"cannot read {display(path)}: {exc}"
 
 
 def read_extends(
@@ -112,6 +132,11 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SpecError.at(Location(display(path)), "", "file not found") from None
+    except (OSError, RuntimeError) as exc:  # a symlink loop, a folder, no permission
+        raise SpecError.at(Location(display(path)), "", unreadable_file(path, exc)) from None
+    except UnicodeDecodeError as exc:
+        where = Location(display(path))
+        raise SpecError.at(where, "", f"not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         where = Location(display(path), exc.lineno, exc.colno)
         raise SpecError.at(where, "", f"invalid JSON: {exc.msg}") from None
@@ -130,6 +155,25 @@ def json_positions(path: Path) -> Positions:
             return {}
 
     return Positions(find)
+
+
+def check_paths(paths: list[Path]) -> None:
+    """Task files and folders named on a command line or to `load_suite` that cannot be read
+    at all (a symlink loop, a name too long): a `SpecError` naming each, as reading it would,
+    before anything looks for the folders around them."""
+    problems = []
+    for path in paths:
+        try:
+            path.stat()
+        except FileNotFoundError:
+            continue  # `spec_files` names it
+        except (OSError, RuntimeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            problems.extend(
+                SpecError.at(Location(str(path)), "", f"cannot read file: {why}").problems
+            )
+    if problems:
+        raise SpecError(problems)
 
 
 def spec_files(paths: list[Path]) -> list[Path]:

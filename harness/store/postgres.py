@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness.secrets import MASK, redact
+from harness.secrets import MASK, redact, url_passwords
 from harness.specs.located import Location, SpecError
 from harness.sqlite import WRITE_DEADLINE_S
 from harness.store.schema import SCHEMA_VERSION, TABLES, upgrade
@@ -76,7 +76,8 @@ def connect(location: StoreLocation) -> psycopg.Connection[Any]:
     try:
         params = conninfo_to_dict(location.target)
     except psycopg.ProgrammingError as exc:
-        raise SpecError.at(where, "", f"not a PostgreSQL URL: {_reason(exc, '')}") from None
+        reason = _reason(exc, *url_passwords(location.target))
+        raise SpecError.at(where, "", f"not a PostgreSQL URL: {reason}") from None
     port = str(params.get("port") or 5432)
     if not PORT.fullmatch(port):  # psycopg would look the host up first, and say that failed
         raise SpecError.at(where, "", f"not a PostgreSQL URL: port {port!r} is not a number")
@@ -87,7 +88,7 @@ def connect(location: StoreLocation) -> psycopg.Connection[Any]:
     try:
         return psycopg.connect(**params, autocommit=True, row_factory=dict_row)
     except psycopg.Error as exc:
-        reason = _reason(exc, str(params.get("password") or ""))
+        reason = _reason(exc, str(params.get("password") or ""), *url_passwords(location.target))
         if BAD_OPTION.search(reason) or UNKNOWN_HOST.search(reason):
             raise SpecError.at(where, "", f"not a PostgreSQL URL: {reason}") from None
         message = f"{location}: cannot connect to the results store: {reason}"
@@ -197,7 +198,11 @@ class PostgresDatabase:
         self.execute("INSERT INTO harness_schema (version) VALUES (?)", (SCHEMA_VERSION,))
 
 
-def _reason(exc: BaseException, password: str) -> str:
-    """The first line of a driver error, with the password and every secret masked."""
+def _reason(exc: BaseException, *passwords: str) -> str:
+    """The first line of a driver error, with the passwords (and any piece of one it quotes:
+    `"pw SECRET9"` of a password with a space) and every secret masked."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return redact(text.replace(password, MASK) if password else text)
+    pieces = {piece for p in passwords if p for piece in (p, *re.split(r"[\s#?/@:]+", p))}
+    for piece in sorted((p for p in pieces if len(p) >= 3), key=len, reverse=True):
+        text = text.replace(piece, MASK)
+    return redact(text)

@@ -23,12 +23,13 @@ def import_tasks(
 ) -> None:
     """Write tau2's tasks of a domain as harness tasks: a task file per task, the tau2-user
     persona (personas/), and tau2's start database (db.json) the tasks share."""
-    from harness_tau2.export import write_tasks
+    from harness_tau2.export import BadTasks, write_tasks
 
     try:
         written, skipped = write_tasks(domain, out, None if split == "all" else split, user_model)
-    except KeyError as exc:
-        typer.echo(f"harness tau2 import: {exc.args[0]}", err=True)
+    except (KeyError, BadTasks) as exc:
+        message = str(exc.args[0]).replace("\r", "\\r").replace("\n", "\\n")
+        typer.echo(f"harness tau2 import: {message}", err=True)
         raise SystemExit(2) from None
     for problem in skipped:
         typer.echo(f"skipped: {problem}", err=True)
