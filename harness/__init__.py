@@ -32,7 +32,8 @@ __all__ = [
 _API = frozenset(__all__) - {"__version__"}
 
 if TYPE_CHECKING:
-    from harness.api import (
+    # `evaluate` and `gate` are the functions, not the modules of those names: see `_Package`.
+    from harness.api import (  # type: ignore[no-redef]
         Agent,
         Episode,
         RunResult,

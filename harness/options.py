@@ -12,6 +12,7 @@ entry point, the option and what was expected, before anything is played or writ
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args
 
@@ -175,6 +176,38 @@ class BadOptions(SpecError, ValueError):
     """Options an entry point refuses: one line per option, naming it and what was expected."""
 
 
+class BadArgument(BadOptions, TypeError):
+    """An argument of the wrong kind (a suite that is neither a `Suite` nor paths, a run that
+    is neither a `RunResult` nor a run id): `BadOptions`, and the `TypeError` Python code
+    expects of it."""
+
+
+def refused(where: str, name: str, expected: str, given: Any) -> BadArgument:
+    """The one-line error for argument `name` of `where` that is not `expected`: it names the
+    argument, what was expected and the value given."""
+    return BadArgument(
+        [Problem(Location(where), name, f"expected {expected}, got {_shown(given)}")]
+    )
+
+
+def override_list(where: str, name: str, value: Any) -> list[str]:
+    """`PATH=VALUE` overrides as a list; one string alone (whose letters would be read as
+    overrides, one each) or a list of anything but strings is `BadOptions` naming `name`."""
+    is_list = isinstance(value, Sequence) and not isinstance(value, str | bytes)
+    if is_list and all(isinstance(item, str) for item in value):
+        return list(value)
+    raise refused(where, name, "a list of PATH=VALUE strings", value)
+
+
+def overrides_of(where: str, overrides: Any, set_: Any) -> list[str]:
+    """The overrides given as `overrides=` or by their older name `set=` (not both)."""
+    if overrides and set_:
+        raise BadOptions.at(
+            Location(where), "overrides", "give overrides= or its older name set=, not both"
+        )
+    return override_list(where, "set" if set_ else "overrides", overrides or set_)
+
+
 _FLAGS = {"timeout_s": "--timeout"}
 """Options whose command line flag is not their name with dashes."""
 
@@ -211,9 +244,7 @@ def problem_of(model: type[Options], name: str, value: Any) -> str | None:
 
 def _expected(model: type[Options], error: Any) -> str:
     """What an option expects, and the value given, in one line."""
-    given = error.get("input")
-    shown = repr(given)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    shown = _shown(error.get("input"))
     kind = error["type"]
     name = str(error["loc"][0]) if error["loc"] else ""
     field = model.model_fields.get(name)
@@ -232,6 +263,12 @@ def _expected(model: type[Options], error: Any) -> str:
     if kind in {"float_type", "float_parsing", "finite_number"}:
         return f"expected a number{' ' + bounds if bounds else ''}, got {shown}"
     return f"{error['msg']}, got {shown}"
+
+
+def _shown(given: Any) -> str:
+    """A value as an error shows it: its repr, at most 60 characters."""
+    shown = repr(given)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def _bounds(field: Any) -> tuple[bool, str]:

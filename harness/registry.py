@@ -14,7 +14,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
+    import sys
     from importlib.metadata import EntryPoints
+
+    if sys.version_info >= (3, 12):
+        AllEntryPoints = EntryPoints
+    else:  # every entry point comes as `SelectableGroups`; both have `select`
+        from importlib.metadata import SelectableGroups
+
+        AllEntryPoints = EntryPoints | SelectableGroups
 
 T = TypeVar("T")
 
@@ -24,7 +32,7 @@ class DuplicateEntry(ValueError):
 
 
 @functools.cache
-def _entry_points() -> EntryPoints:
+def _entry_points() -> AllEntryPoints:
     """Every installed entry point, read once per process: each `entry_points(group=...)` reads
     the metadata of every installed distribution again, and there is one registry per kind."""
     from importlib.metadata import entry_points

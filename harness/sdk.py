@@ -36,7 +36,12 @@ in an installed package's entry points (`harness.domains`, `harness.checks`,
   `TraceReplay` (`class Shop(TraceReplay, Environment)`) for its hooks.
 - A check kind whose fields name tools, files or state paths overrides `references()` to return
   `References`, so `harness validate` checks them. Its handler gets the spec, the `Transcript`
-  and a `CheckContext` (the task, the model runtime for judges) and returns a `Finding`.
+  and a `CheckContext` (the task, the model runtime for judges) and returns a `Finding`. Its
+  class declares what it needs: `uses_judge = True` when the handler asks the run's judge
+  (`context.judge_model`; a `model` field, when set, names the check's own), so a run that
+  names no judge stops before it plays and the gate's judge rule counts it; `runs_code = True`
+  when it runs code the task ships (refused without OS isolation); `passes_when`, one line
+  saying when it passes (`harness.grading.checks.kind_table` lists the kinds).
 - A provider is a class registered under its model ids' prefix (`@register_provider("myllm")`
   serves `myllm/<model>`), with a `policy = ProviderPolicy(...)`, a `from_ref(ref: ModelRef,
   options)` constructor and `async complete(messages, tools, params: CompletionParams) ->

@@ -2,8 +2,9 @@
 the climb and the benches are built on.
 
     suite = harness.load_suite("tasks/support", tags=["smoke"])
-    agent = harness.load_agent("agents/support-baseline.yaml", set=["model=..."])
+    agent = harness.load_agent("agents/support-baseline.yaml", overrides=["model=..."])
     run = harness.evaluate(suite, agent, trials=3, store=".harness/results.db")
+    run = harness.evaluate("tasks/support", "agents/support-careful.yaml")  # paths work too
     run.pass_rate, run.interval, run.episodes, run.to_pandas()
     ab = harness.compare(run_a, run_b)
     decision = harness.gate(candidate, baseline, config="ci/gate.yaml")
@@ -13,7 +14,9 @@ notebooks) that reach everything a command prints. `docs/api.md` has the whole s
 
 Every function checks its options with the pydantic model the matching command checks them
 with (`harness.options`: `EvalOptions`, `SelectionOptions`, ...) before it plays or writes
-anything; a bad one is `BadOptions`, a `ValueError` naming the option and what was expected.
+anything; a bad one is `BadOptions`, a `ValueError` naming the option and what was expected
+(and a `TypeError` too for an argument of the wrong kind: a suite that is neither a `Suite` nor
+paths, a run that is neither a `RunResult` nor a run id).
 """
 
 from harness.api.agent import Agent, load_agent

@@ -6,18 +6,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness import defaults
-from harness.api.evaluate import open_runtime, run_sync
+from harness.api.evaluate import JudgeModel, judge_ref, open_runtime, run_sync
 from harness.api.results import RunResult
 from harness.compare import ComparisonResult, compare_runs
-from harness.options import CompareOptions, checked
-from harness.specs.agent import ModelRef
+from harness.options import CompareOptions, checked, refused
 from harness.store import Store
 from harness.store.tasks import PlayedTask, played_tasks
 from harness.store_location import StoreTarget
 
 
-def _run_id(run: RunResult | str) -> str:
-    return run.run_id if isinstance(run, RunResult) else run
+def run_id_of(run: object, where: str, name: str) -> str:
+    """The id of a run given as a `RunResult` or a run id; anything else is `BadOptions`
+    (and a `TypeError`) naming `where`'s argument `name`."""
+    if isinstance(run, RunResult):
+        return run.run_id
+    if isinstance(run, str) and run:
+        return run
+    raise refused(where, name, "a RunResult or a run id (a string)", run)
 
 
 def _store(store: StoreTarget | None, *runs: RunResult | str) -> StoreTarget:
@@ -43,21 +48,28 @@ def compare(
     run_b: RunResult | str,
     *,
     store: StoreTarget | None = None,
-    judge_model: ModelRef | None = None,
+    judge_model: JudgeModel | None = None,
     max_error_rate: float = defaults.MAX_ERROR_RATE,
 ) -> ComparisonResult:
     """A/B: B against A on the tasks both played (paired, clustered by task); with a judge
-    model, the relative judge too (each pair both ways). `max_error_rate` is 0 to 1
-    (`CompareOptions`)."""
+    model (a `ModelRef`, a mapping or a model id; a scripted judge's rules file must exist),
+    the relative judge too (each pair both ways). Runs are `RunResult`s or run ids;
+    `max_error_rate` is 0 to 1 (`CompareOptions`). A bad argument is `BadOptions` naming it."""
     checked(CompareOptions, "compare", max_error_rate=max_error_rate)
-    target, a, b = _store(store, run_a, run_b), _run_id(run_a), _run_id(run_b)
+    a, b = run_id_of(run_a, "compare", "run_a"), run_id_of(run_b, "compare", "run_b")
+    judge = judge_ref(judge_model, "compare", project=False)
+    target = _store(store, run_a, run_b)
 
     async def compared() -> ComparisonResult:  # on the thread that runs it: SQLite's rule
-        opened, runtime = Store(target), open_runtime() if judge_model is not None else None
+        opened, runtime = Store(target), open_runtime() if judge is not None else None
         try:
-            judge = runtime.model(judge_model, role="judge") if runtime is not None else None
+            model = (
+                runtime.model(judge, role="judge")
+                if runtime is not None and judge is not None
+                else None
+            )
             cases = played(opened, a)
-            return await compare_runs(opened, a, b, cases, judge, max_error_rate)
+            return await compare_runs(opened, a, b, cases, model, max_error_rate)
         finally:
             if runtime is not None:
                 await runtime.aclose()

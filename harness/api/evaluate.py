@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 from collections.abc import Coroutine
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
+
+from pydantic import ValidationError
 
 from harness import defaults
-from harness.api.agent import Agent
+from harness.api.agent import Agent, as_agent
 from harness.api.results import RunResult
-from harness.api.suite import Suite
+from harness.api.suite import Suite, TaskPaths, as_suite
 from harness.engine.context import Engine
 from harness.engine.executors import check_executor
 from harness.engine.grade import claim_grading, grade_run
@@ -22,10 +25,11 @@ from harness.engine.play import play_run
 from harness.engine.progress import Board
 from harness.grading.requirements import JUDGE_HINT, missing_isolation, missing_judge, project_judge
 from harness.models import CallPolicy, ModelRuntime, PriceTable, ResponseCache
-from harness.options import EvalOptions, RuntimeOptions, checked
+from harness.options import BadOptions, EvalOptions, RuntimeOptions, checked, refused
+from harness.project import find_project
 from harness.sim.suite import check_variant
-from harness.specs.agent import ModelRef
-from harness.specs.located import Location, SpecError
+from harness.specs.agent import ModelRef, missing_scripts
+from harness.specs.located import Location, SpecError, display, format_path
 from harness.store import Store
 from harness.store_location import StoreTarget
 from harness.tracing import NO_TRACER, open_run_tracer
@@ -66,14 +70,18 @@ def check_gradable(
         raise SpecError.at(Location(where), "", "; ".join(problems))
 
 
+JudgeModel: TypeAlias = ModelRef | dict[str, Any] | str
+"""A judge model: a `ModelRef`, a mapping like `{"id": "openai/gpt-4.1-mini"}`, or a model id."""
+
+
 async def evaluate_async(
-    suite: Suite,
-    agent: Agent,
+    suite: Suite | TaskPaths,
+    agent: Agent | str | os.PathLike[str],
     *,
     trials: int = 1,
-    concurrency: int = 8,
+    concurrency: int = defaults.CONCURRENCY,
     store: StoreTarget = defaults.RESULTS_STORE,
-    judge_model: ModelRef | dict[str, Any] | str | None = None,
+    judge_model: JudgeModel | None = None,
     runtime: ModelRuntime | None = None,
     traces: Path | None = None,
     weave_project: str | None = None,
@@ -84,11 +92,14 @@ async def evaluate_async(
 ) -> RunResult:
     """`evaluate` for code that is already in an event loop: `await harness.evaluate_async(...)`.
 
-    Every option is checked by `EvalOptions` before anything is played or stored: `trials` 1 to
+    `suite` is a `Suite` or task files and folders (a path or a list of paths, loaded with
+    `load_suite`); `agent` an `Agent` or an agent file (loaded with `load_agent`). Every option
+    is checked by `EvalOptions` before anything is played or stored: `trials` 1 to
     `defaults.MAX_TRIALS`, `concurrency` 1 to `defaults.MAX_CONCURRENCY`, `executor` local or
     ray (`workers`: Ray workers, 1 or more), `unsafe_checkers` and `progress` booleans (the
-    string "false" is refused, not truthy). A bad one is `BadOptions` (a `ValueError`) naming
-    it and what was expected."""
+    string "false" is refused, not truthy); `judge_model` a model reference whose scripted
+    rules file exists. A bad one is `BadOptions` (a `ValueError`; a `TypeError` too for an
+    argument of the wrong kind) naming it and what was expected."""
     options = checked(
         EvalOptions,
         "evaluate",
@@ -107,7 +118,9 @@ async def evaluate_async(
     if executor is not None:
         check_executor(executor, "evaluate: executor")
     trials, concurrency, workers = options.trials, options.concurrency, options.workers
-    judge = _judge(judge_model)
+    traces = options.traces  # a str given is a Path
+    judge = judge_ref(judge_model, "evaluate")
+    suite, agent = as_suite(suite, "evaluate"), as_agent(agent, "evaluate")
     check_variant(agent.loaded, suite.cases)
     check_gradable(suite, judge, unsafe_checkers)
     async with AsyncExitStack() as resources:
@@ -149,11 +162,63 @@ async def evaluate_async(
         return RunResult.load(run_id, store, levels)
 
 
-def evaluate(suite: Suite, agent: Agent, **options: Any) -> RunResult:
+def evaluate(
+    suite: Suite | TaskPaths,
+    agent: Agent | str | os.PathLike[str],
+    *,
+    trials: int = 1,
+    concurrency: int = defaults.CONCURRENCY,
+    store: StoreTarget = defaults.RESULTS_STORE,
+    judge_model: JudgeModel | None = None,
+    runtime: ModelRuntime | None = None,
+    traces: Path | None = None,
+    weave_project: str | None = None,
+    executor: str | None = None,
+    unsafe_checkers: bool = False,
+    progress: bool | None = False,
+    workers: int | None = None,
+) -> RunResult:
     """Play `trials` episodes of every task of `suite` with `agent`, grade them, store both,
     and return the run (`RunResult`). Works with or without a running event loop (in Jupyter,
-    the work runs on a thread of its own). Options: see `evaluate_async`."""
-    return run_sync(evaluate_async(suite, agent, **options))
+    the work runs on a thread of its own).
+
+    Args:
+        suite: A `Suite`, or task files and folders (a path or a list of paths).
+        agent: An `Agent`, or an agent variant file.
+        trials: Episodes per task, 1 to `defaults.MAX_TRIALS`.
+        concurrency: Episodes played (and graded) at once, 1 to `defaults.MAX_CONCURRENCY`.
+        store: The results store: a SQLite file or a PostgreSQL URL.
+        judge_model: The judge of `llm_judge` checks that name none (default: the project
+            file's `judge_model`); a scripted judge's rules file must exist.
+        runtime: A model runtime to share (`open_runtime`); default: one for this run.
+        traces: A local trace store to record into.
+        weave_project: A W&B project (entity/project) to trace to.
+        executor: Where episodes are played: "local" (default) or "ray".
+        unsafe_checkers: Let python checks run without OS isolation where there is none.
+        progress: A live board (True), none (False), on a terminal only (None).
+        workers: Ray workers (default: one per CPU).
+
+    Raises:
+        BadOptions: an option or argument `evaluate_async` refuses (see there), before
+            anything is played or stored.
+    """
+    return run_sync(
+        evaluate_async(
+            suite,
+            agent,
+            trials=trials,
+            concurrency=concurrency,
+            store=store,
+            judge_model=judge_model,
+            runtime=runtime,
+            traces=traces,
+            weave_project=weave_project,
+            executor=executor,
+            unsafe_checkers=unsafe_checkers,
+            progress=progress,
+            workers=workers,
+        )
+    )
 
 
 def run_sync(work: Coroutine[Any, Any, T]) -> T:
@@ -166,10 +231,31 @@ def run_sync(work: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, work).result()
 
 
-def _judge(value: ModelRef | dict[str, Any] | str | None) -> ModelRef | None:
-    """The judge of `llm_judge` checks that name none: the one given, else the project file's."""
+def judge_ref(value: Any, where: str, project: bool = True) -> ModelRef | None:
+    """The judge of `llm_judge` checks that name none: the one given (a `ModelRef`, a mapping
+    or a model id), else (with `project`) the project file's. A scripted judge whose rules file
+    does not exist is refused here, before anything is played, as `--judge-model` is: else
+    every check it would decide ends as an error of the run. `BadOptions` names the argument
+    `judge_model` (or the project file) and the file."""
+    location, name = Location(where), "judge_model"
     if value is None:
-        return project_judge()
-    if isinstance(value, ModelRef):
-        return value
-    return ModelRef.model_validate({"id": value} if isinstance(value, str) else value)
+        found = find_project()
+        judge = project_judge() if project else None
+        if found.source is not None:
+            location = Location(display(found.source))
+    elif isinstance(value, ModelRef):
+        judge = value
+    elif isinstance(value, str | dict):
+        try:
+            judge = ModelRef.model_validate({"id": value} if isinstance(value, str) else value)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            path = format_path((name, *error["loc"]))
+            raise BadOptions.at(location, path, error["msg"]) from None
+    else:
+        expected = "a ModelRef, a model id or a mapping with 'id:'"
+        raise refused(where, name, expected, value)
+    if judge is not None and (missing := missing_scripts(judge)):
+        keys, message = missing[0]
+        raise BadOptions.at(location, format_path((name, *keys)), message)
+    return judge

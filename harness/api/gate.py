@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import defaults
-from harness.api.agent import Agent, load_agent
+from harness.api.agent import Agent, as_agent
+from harness.api.decide import run_id_of
 from harness.api.evaluate import open_runtime, run_sync
 from harness.api.results import RunResult
 from harness.compare import GradedEpisodes
@@ -46,7 +48,7 @@ from harness.gate.evidence import (
     stored_rounds,
 )
 from harness.gate.suites import choose_runs, run_suite
-from harness.options import GateOptions, checked
+from harness.options import GateOptions, checked, refused
 from harness.sim.agent import check_agent
 from harness.sim.suite import TaskCase
 from harness.sim.taskset import LoadTasksParams, load_task_set
@@ -245,24 +247,28 @@ async def gate_async(
     return decide(store, config, compared, gathered, why_not)
 
 
-def _run_id(run: RunResult | str) -> str:
-    return run.run_id if isinstance(run, RunResult) else run
+def _agent(agent: Agent | str | os.PathLike[str] | None, name: str) -> Agent | None:
+    return None if agent is None else as_agent(agent, "gate", name)
 
 
-def _agent(agent: Agent | str | Path | None) -> Agent | None:
-    return load_agent(agent) if isinstance(agent, str | Path) else agent
+def _config(config: object) -> Gate:
+    if isinstance(config, Gate):
+        return config
+    if isinstance(config, str | os.PathLike):
+        return load_gate_config(Path(config))
+    raise refused("gate", "config", "a Gate or a gate file (a path)", config)
 
 
 def gate(
     candidate: RunResult | str | None,
     baseline: RunResult | str | None = None,
     *,
-    config: str | Path | Gate = defaults.GATE_CONFIG,
+    config: str | os.PathLike[str] | Gate = defaults.GATE_CONFIG,
     store: StoreTarget | None = None,
     allow_suite_change: bool = False,
     play: bool = True,
-    candidate_agent: Agent | str | Path | None = None,
-    baseline_agent: Agent | str | Path | None = None,
+    candidate_agent: Agent | str | os.PathLike[str] | None = None,
+    baseline_agent: Agent | str | os.PathLike[str] | None = None,
     progress: bool | None = False,
 ) -> GateResult:
     """The CI gate's decision on a candidate run against a baseline run (the absolute rules
@@ -272,35 +278,38 @@ def gate(
     unless `play` is false; what is still undecided makes the gate UNDECIDED, never a pass.
     `progress`: True shows a live board of what it plays, None a live board on a terminal and
     a line every tenth elsewhere, False nothing. The decision joins the store's gate
-    history. `allow_suite_change`, `play` and `progress` are booleans (`GateOptions`)."""
+    history. `allow_suite_change`, `play` and `progress` are booleans (`GateOptions`); runs are
+    `RunResult`s or run ids, agents `Agent`s or files, `config` a `Gate` or its file: anything
+    else is `BadOptions` (and a `TypeError`) naming the argument. In a notebook the decision
+    shows itself with every rule, its figures and verdict, and the evidence played."""
     checked(
         GateOptions, "gate", allow_suite_change=allow_suite_change, play=play, progress=progress
     )
-    rules = config if isinstance(config, Gate) else load_gate_config(config)
-    runs = [run for run in (candidate, baseline) if run is not None]
+    run = run_id_of(candidate, "gate", "candidate") if candidate is not None else None
+    base = run_id_of(baseline, "gate", "baseline") if baseline is not None else None
+    agents = _agent(candidate_agent, "candidate_agent"), _agent(baseline_agent, "baseline_agent")
+    rules = _config(config)
+    runs = [given for given in (candidate, baseline) if given is not None]
     target = store if store is not None else _store_of(runs)
-    agents = _agent(candidate_agent), _agent(baseline_agent)
 
     async def decided() -> GateResult:  # on the thread that runs it: SQLite's rule
         opened, runtime = Store(target), open_runtime()
         try:
-            base = _run_id(baseline) if baseline is not None else None
             notes: list[str] = []
-            if candidate is None:
-                chosen = choose_runs(opened, None, base, allow_suite_change)
-                run, base, notes = chosen.candidate, chosen.baseline, chosen.notes
-            else:
-                run = _run_id(candidate)
-            info = opened.run(run)
+            compared, against = run, base
+            if compared is None:
+                chosen = choose_runs(opened, None, against, allow_suite_change)
+                compared, against, notes = chosen.candidate, chosen.baseline, chosen.notes
+            info = opened.run(compared)
             if info is None:
-                raise LookupError(f"no run {run!r} in {opened.path}")
+                raise LookupError(f"no run {compared!r} in {opened.path}")
             with Board(enabled=progress) as board:
                 engine = Engine(opened, runtime, NO_TRACER, board)
                 return await gate_async(
                     engine,
                     rules,
-                    run,
-                    base,
+                    compared,
+                    against,
                     played_tasks(opened, info),
                     allow_suite_change=allow_suite_change,
                     notes=notes,

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import gc
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 # A command builds many objects that live until it ends (modules, a loaded suite, transcripts).
 # At Python's default young-generation threshold (700) a 2,000-call run collected about 600
 # times, 0.4 s of CPU; at 20,000, about 15 times (bench/end_to_end.py).
 gc.set_threshold(20_000, 10, 10)
 
-import click  # noqa: E402
 import typer  # noqa: E402
 from typer.core import TyperGroup  # noqa: E402
 
@@ -38,6 +37,11 @@ from harness.cli import (  # noqa: E402
     view,
 )
 
+if TYPE_CHECKING:
+    # Typer runs on its own copy of click (`typer._click`): the context and commands its groups
+    # take and give are that copy's classes, not the `click` package's.
+    from typer._click import Command, Context
+
 COMMANDS_GROUP = "harness.commands"
 """Entry-point group of plug-in command groups: `name = "package.module:app"`, a Typer app that
 becomes `harness name ...` (the tau2 plug-in's `harness tau2 import`)."""
@@ -48,20 +52,20 @@ class _Commands(TyperGroup):
     holds the installed plug-ins' command groups, each imported only when a command line names
     it (or `harness --help` lists it), so that the built-in commands import no plug-in."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Context) -> Any:
         from harness.cli._common import command_errors
 
         with command_errors():
             return super().invoke(ctx)
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         from importlib.metadata import entry_points
 
         builtin = super().list_commands(ctx)
         added = {point.name for point in entry_points(group=COMMANDS_GROUP)} - set(builtin)
         return [*builtin, *sorted(added)]
 
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+    def get_command(self, ctx: Context, name: str) -> Command | None:
         found = super().get_command(ctx, name)
         if found is not None:
             return found

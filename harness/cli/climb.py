@@ -29,7 +29,7 @@ def climb(
     resume: Annotated[
         str | None, typer.Option(help="Resume an interrupted climb (its id).")
     ] = None,
-    store: StoreOpt = defaults.RESULTS_STORE,
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
     cache: CacheOpt = defaults.RESPONSE_CACHE,
     no_cache: NoCacheOpt = False,
     no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,

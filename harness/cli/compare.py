@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -79,7 +79,7 @@ def compare(
             "(agent applies to both variants).",
         ),
     ] = None,
-    store: StoreOpt = defaults.RESULTS_STORE,
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
     cache: CacheOpt = defaults.RESPONSE_CACHE,
     no_cache: NoCacheOpt = False,
     no_traces: Annotated[bool, typer.Option("--no-traces", help="Record no traces.")] = False,
@@ -114,6 +114,7 @@ def compare(
     )
     with user_errors():
         use_project_of((tasks[0] if tasks else None) or a or b)  # before the project's judge
+        judge: dict[str, Any] | None
         if judge_model:
             judge = parse_model_option("--judge-model", judge_model)
         else:

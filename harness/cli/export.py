@@ -25,7 +25,7 @@ def export(
     ],
     format_: Annotated[Format, typer.Option("--format", help="jsonl or csv.")] = Format.JSONL,
     out: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
-    store: StoreOpt = defaults.RESULTS_STORE,
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
 ) -> None:
     """Write a stored run's episodes, one row each, as JSON lines or CSV.
 

@@ -71,7 +71,7 @@ def fidelity(
     thread: session_options.ThreadOpt = None,
     since: session_options.SinceOpt = None,
     until: session_options.UntilOpt = None,
-    store: StoreOpt = defaults.RESULTS_STORE,
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
     bootstrap: Annotated[
         int,
         typer.Option(

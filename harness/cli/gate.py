@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -67,7 +67,7 @@ def gate(
     markdown: Annotated[
         Path | None, typer.Option(help="Markdown summary (default: the config's).")
     ] = None,
-    store: StoreOpt = defaults.RESULTS_STORE,
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
     as_json: JsonOpt = False,
 ) -> None:
     """The CI regression gate: may the candidate run replace the baseline?
@@ -125,7 +125,7 @@ def gate(
 @baseline_app.command("set")
 def baseline_set(
     run_id: Annotated[str, typer.Argument(help="The run that production stands on.")],
-    store: StoreOpt = defaults.RESULTS_STORE,
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
 ) -> None:
     """Make a stored run the baseline of `harness gate` for its suite (the task ids it played
     and their content hashes): one baseline per suite."""
@@ -146,7 +146,9 @@ def baseline_set(
 
 
 @baseline_app.command("show")
-def baseline_show(store: StoreOpt = defaults.RESULTS_STORE) -> None:
+def baseline_show(
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
+) -> None:
     """Show each suite's baseline run and its pass rate, the most recently set first."""
     from harness.gate.suites import run_suite, suite_id
     from harness.report.summary import run_figures
@@ -192,7 +194,7 @@ def baseline_publish(
     wandb_dir: Annotated[
         Path, typer.Option("--dir", help="Where the local W&B run folder is written.")
     ] = defaults.STATE_DIR,
-    store: StoreOpt = defaults.RESULTS_STORE,
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
 ) -> None:
     """Publish each suite's baseline and the gate history as a W&B artifact of type
     gate-baseline, for teams that keep everything in W&B. Offline by default: the files are
@@ -201,7 +203,7 @@ def baseline_publish(
     from harness.specs.wandb import WandbTarget
 
     with user_errors():
-        chosen = mode.value if mode else None
+        chosen: Literal["offline", "online"] | None = mode.value if mode else None
         target = WandbTarget(project=project, entity=entity, mode=chosen, dir=str(wandb_dir))
         done = publish_baselines(store, target, suite)
     where = f" in {done.run.directory}" if done.run.directory else ""
@@ -211,7 +213,9 @@ def baseline_publish(
     )
 
 
-def history(store: StoreOpt = defaults.RESULTS_STORE) -> None:
+def history(
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
+) -> None:
     """The trend of gated runs, per variant and week: the decisions, the pass rate with its 95%
     interval, and the drift of the week's newest gated run since the first baseline its gates
     used; a warning when that drift is significantly worse although every gate passed (a

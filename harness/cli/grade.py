@@ -28,7 +28,7 @@ def grade(
     run_id: Annotated[
         str, typer.Argument(help="The stored run to re-score (it is left as it is).")
     ],
-    store: StoreOpt = defaults.RESULTS_STORE,
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
     judge_model: Annotated[
         str | None,
         typer.Option(

@@ -18,8 +18,9 @@ judge_app = typer.Typer(help="The judge of llm_judge checks, measured.", no_args
 
 
 def _judge_checks(paths: list[Path]) -> list[tuple[Any, Any]]:
-    """(task, check) for every `llm_judge` check of the task files; a `SpecError` for a bad one."""
-    from harness.grading.checks.llm_judge import LLMJudgeCheck
+    """(task, check) for every check of the task files whose kind is decided by a judge
+    (`uses_judge`: `llm_judge`, or a plug-in's); a `SpecError` for a bad one."""
+    from harness.grading.checks import uses_judge
     from harness.specs.load import load_task
     from harness.specs.located import Location, SpecError
 
@@ -28,9 +29,9 @@ def _judge_checks(paths: list[Path]) -> list[tuple[Any, Any]]:
         if not path.is_file():
             raise SpecError.at(Location(f"--check {path}"), "", "expected a task file")
         task = load_task(path).spec
-        judged = [(task, c) for c in task.checks if isinstance(c, LLMJudgeCheck)]
+        judged = [(task, c) for c in task.checks if uses_judge(c)]
         if not judged:
-            raise SpecError.at(Location(str(path)), "checks", "no llm_judge check to calibrate")
+            raise SpecError.at(Location(str(path)), "checks", "no judge check to calibrate")
         found += judged
     return found
 
@@ -96,7 +97,7 @@ def judge_calibrate(
     if not found.judged and not found.errors:
         fail(f"harness: no session with human feedback in {source} ({found.unlabelled} without)")
     if results_store is not None:
-        judges = {judge_key(c.model or model) for _, c in checks if c.model or model}
+        judges = {judge_key(m) for _, c in checks if (m := c.model or model) is not None}
         if len(judges) != 1:
             fail("--results-store: give one judge (--judge-model) to calibrate and keep")
         with user_errors():

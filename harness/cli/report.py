@@ -19,7 +19,7 @@ def report(
         typer.Option(help="A second run (B): the A/B comparison and side-by-side transcripts."),
     ] = None,
     out: Annotated[Path, typer.Option(help="The HTML file to write.")] = Path("report.html"),
-    store: StoreOpt = defaults.RESULTS_STORE,
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
 ) -> None:
     """Write a run's HTML report: pass rate with its interval per level and tag, errors, cost
     and time, every episode as a chat with its state changes and checks, the A/B comparison

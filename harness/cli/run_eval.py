@@ -75,7 +75,7 @@ def run_eval(
         str | None, typer.Option(help="Finish an interrupted pipeline execution (its id).")
     ] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Reuse no cached node.")] = False,
-    store: StoreOpt = defaults.RESULTS_STORE,
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
     cache: CacheOpt = defaults.RESPONSE_CACHE,
     no_cache: NoCacheOpt = False,
     prices: PricesOpt = None,

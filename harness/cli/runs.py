@@ -17,7 +17,7 @@ runs_app = typer.Typer(
 
 @runs_app.command("list")
 def runs_list(
-    store: StoreOpt = defaults.RESULTS_STORE,
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
     limit: Annotated[int, typer.Option(min=1, help="How many, newest first.")] = 20,
 ) -> None:
     """List pipeline executions with their runs."""
@@ -45,7 +45,7 @@ def runs_list(
 @runs_app.command("show")
 def runs_show(
     run_id: Annotated[str, typer.Argument(help="A pipeline id (dag-...) or a run id.")],
-    store: StoreOpt = defaults.RESULTS_STORE,
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
     results_: Annotated[
         bool,
         typer.Option(

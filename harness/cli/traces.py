@@ -228,7 +228,14 @@ def session_filters(
             bounds[name] = parse_when(text) if text is not None else None
         except ValueError as exc:
             raise SpecError.at(Location(f"--{name} {text}"), "", str(exc)) from None
-    return Filters(thread or [], ops=op or [], status=status, negative=negative, **bounds)
+    return Filters(
+        thread or [],
+        ops=op or [],
+        status=status,
+        negative=negative,
+        since=bounds["since"],
+        until=bounds["until"],
+    )
 
 
 def open_source(

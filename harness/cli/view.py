@@ -11,7 +11,7 @@ from harness.cli._common import StoreOpt, fail, user_errors
 
 
 def view(
-    store: StoreOpt = defaults.RESULTS_STORE,
+    store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it
     port: Annotated[
         int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: any free port).")
     ] = 8765,

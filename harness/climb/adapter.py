@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from harness.climb.candidates import CandidateVariants, InvalidCandidate, candidate_id, changes
 from harness.climb.session import ClimbSession, Played
@@ -87,7 +87,8 @@ class HarnessAdapter:
     """`evaluate` and `make_reflective_dataset` for GEPA (duck-typed to its protocol)."""
 
     ctx: ClimbContext
-    propose_new_texts: ClassVar[Any] = None  # GEPA's own reflective proposer writes the texts
+    # None: GEPA's own reflective proposer writes the texts (an attribute of its protocol)
+    propose_new_texts: Any = field(default=None, init=False, repr=False, compare=False)
     spent_usd: float = 0.0
     episodes_played: int = 0
     seconds: dict[str, float] = field(default_factory=dict)  # wall time playing, grading

@@ -7,14 +7,14 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
 from harness.sim.agent import check_agent
 from harness.sim.suite import TaskCase, check_variant
 from harness.specs.agent import AgentVariant
-from harness.specs.climb import Components
+from harness.specs.climb import Components, Tunable
 from harness.specs.load import AGENT_FILES, Loaded
 from harness.specs.overrides import Override, apply_overrides, deep_merge
 from harness.specs.references import read_extends
@@ -62,7 +62,8 @@ def changes(
         elif component.startswith(TOOL):
             changed.setdefault("tool_descriptions", {})[component.removeprefix(TOOL)] = text
         elif component.startswith(PARAMETER):
-            name = component.removeprefix(PARAMETER)
+            # a seed's component name (GEPA keeps them): one of `components.parameters`
+            name = cast(Tunable, component.removeprefix(PARAMETER))
             changed.setdefault("parameters", {})[name] = _parameter(
                 name, text, components.parameters[name]
             )

@@ -35,7 +35,7 @@ def log_climb(store: Store, climb_id: str, config: Climb, decision: Acceptance) 
             [c.candidate, c.parent or "", c.status, c.note, json.dumps(c.changes), c.diff]
             for c in store.climb_candidates(climb_id)
         ]
-        columns = ["candidate", "parent", "status", "note", "changes", "diff"]
+        columns: list[str | int] = ["candidate", "parent", "status", "note", "changes", "diff"]
         run.log({"candidates": wandb.Table(columns=columns, data=rows)})
         summary: dict[str, Any] = {"accepted": int(decision.accepted), "candidates": len(rows)}
         summary |= {f"acceptance/{name}": value for name, value in decision.figures.items()}

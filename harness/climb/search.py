@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from harness.api.agent import load_agent
 from harness.climb.adapter import ClimbContext, HarnessAdapter
@@ -33,6 +33,9 @@ from harness.specs.located import SpecError
 from harness.specs.overrides import Override
 from harness.store import new_id
 from harness.transcript import Message
+
+if TYPE_CHECKING:
+    from gepa import GEPAResult
 
 
 @dataclass
@@ -178,12 +181,14 @@ def _search(
         stoppers.append(MaxCandidateProposalsStopper(config.budget.candidates))
     progress(split_line(climb_id, split))
     started = time.monotonic()
-    result = gepa.optimize(
+    result: GEPAResult[Any, Any] = gepa.optimize(
         seed_candidate=seed,
         trainset=split.train,
         valset=split.train,
         adapter=adapter,
-        reflection_lm=reflection,
+        # gepa's LanguageModel may also be given chat messages: only for images in the
+        # reflective dataset, which the climb's feedback never holds
+        reflection_lm=reflection,  # type: ignore[arg-type]
         reflection_minibatch_size=min(config.minibatch, len(split.train)),
         max_metric_calls=max(config.budget.episodes // config.trials, 1),
         stop_callbacks=stoppers,
@@ -191,9 +196,11 @@ def _search(
         seed=config.seed,
         raise_on_exception=True,
         logger=FileLog(workdir / "gepa.log"),
-        callbacks=[recorder],
+        # GEPACallback is a Protocol of every hook, though gepa calls only those defined
+        callbacks=[recorder],  # type: ignore[list-item]
     )
-    best = changes(result.best_candidate, seed, config.components)
+    # a str only from gepa.optimize_anything given a str seed; optimize's are dicts
+    best = changes(cast(dict[str, str], result.best_candidate), seed, config.components)
     found = SearchResult(
         climb_id=climb_id,
         split=split,

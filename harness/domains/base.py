@@ -9,7 +9,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
@@ -86,6 +86,19 @@ def _described(hint: Any, default: Any, documented: str | None) -> Any:
     return Annotated[hint, Field(description=text)] if text else hint
 
 
+class DescribedTool(Protocol):
+    """What a domain holds of each of its tools: a `_Tool` of a method, or a tool described by
+    data (`harness.domains.trace_replay`)."""
+
+    name: str
+    spec: ToolSpec
+    is_async: bool
+
+    def parse(self, arguments: dict[str, Any]) -> dict[str, Any]: ...
+
+    def bind(self, env: Environment) -> Callable[..., Any]: ...
+
+
 class _Tool:
     """A bound description of one tool: spec for the model, argument model for validation."""
 
@@ -138,7 +151,8 @@ class Environment:
     its variant's prompt says `{domain.policy}` (a python agent reads `tools.policy`)."""
     tool_timeout_s: ClassVar[float] = 30.0
     State: ClassVar[type[BaseModel] | None] = None
-    _tools: ClassVar[dict[str, _Tool]]  # and tools described by data (`TraceReplay.with_tools`)
+    # a `_Tool` per method, and tools described by data (`TraceReplay.with_tools`)
+    _tools: ClassVar[dict[str, DescribedTool]]
 
     def __init__(self, state: dict[str, Any]):
         self.state: dict[str, Any] = copy_data(state)  # the caller's state is never changed
@@ -210,7 +224,8 @@ DOMAINS: Registry[type[Environment]] = Registry(
 
 def register_domain(cls: E) -> E:
     """Class decorator: make a domain available to tasks by its `domain` name."""
-    return DOMAINS.register(cls.domain)(cls)
+    DOMAINS.register(cls.domain)(cls)
+    return cls
 
 
 class UnknownDomain(LookupError):

@@ -161,6 +161,7 @@ class _DataTool:
 def _with_tools(cls: type[Environment], specs_json: str) -> type[Environment]:
     """`TraceReplay.with_tools`, cached by the specs' JSON text."""
     specs = [ToolSpec.model_validate(s) for s in json.loads(specs_json)]
-    subclass = type(cls.__name__, (cls,), {"__module__": cls.__module__, "__doc__": cls.__doc__})
+    namespace = {"__module__": cls.__module__, "__doc__": cls.__doc__}
+    subclass: type[Environment] = type(cls.__name__, (cls,), namespace)
     subclass._tools = {**{s.name: _DataTool(s) for s in specs}, **subclass._tools}
     return subclass

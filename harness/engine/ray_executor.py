@@ -104,7 +104,9 @@ class EpisodeWorker:
         if Path(folder).is_dir():
             os.chdir(folder)
         self.limits = ray.get_actor(limits)
-        self.owner = ray.get_runtime_context().get_actor_id()
+        owner = ray.get_runtime_context().get_actor_id()
+        assert owner is not None, "an EpisodeWorker runs only as a Ray actor"
+        self.owner = owner
         self.limits.forget.remote(self.owner)  # slots held by an earlier life of this worker
         self.caches: dict[Path, ResponseCache] = {}
         self.players: dict[str, _Player] = {}
@@ -205,7 +207,7 @@ def worker_pool(workers: int | None) -> Pool:
         max_restarts=-1,
         max_task_retries=EPISODE_RETRIES,
         max_concurrency=EPISODES_PER_WORKER_MAX,
-    )(EpisodeWorker)
+    )(EpisodeWorker)  # type: ignore[call-overload]  # ray's overloads omit the actor options
     made = [
         actor.options(scheduling_strategy="SPREAD").remote(str(Path.cwd()), name)
         for _ in range(count)

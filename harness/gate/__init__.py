@@ -5,7 +5,6 @@ driven by `harness.api.gate`); what is still undecided makes the gate UNDECIDED,
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,12 +146,11 @@ class GateResult(BaseModel):
         self.passed = self.status == "pass"
 
     def _repr_html_(self) -> str:
-        """The decision in a notebook: passed, failed or undecided, and each such rule."""
-        against = f" against {self.baseline_run}" if self.baseline_run else ""
-        head = f"gate {self.headline}: {self.candidate_run}{against}"
-        lines = [*self.reasons, *(f"undecided: {line}" for line in self.undecided)]
-        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-        return f"<b>{html.escape(head)}</b>" + (f"<ul>{items}</ul>" if items else "")
+        """The decision in a notebook: every rule with its figures and verdict, the evidence
+        played, the failing tasks (`harness.gate.html`)."""
+        from harness.gate.html import gate_html
+
+        return gate_html(self)
 
 
 def _status(rules: Sequence[RuleCheck]) -> GateStatus:

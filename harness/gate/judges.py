@@ -1,10 +1,12 @@
-"""The gate's judge rule: llm_judge verdicts count only from a judge measured against people.
+"""The gate's judge rule: a judge's verdicts count only from a judge measured against people.
 
-A run's judge is the `judge_model` its grading pass recorded (checks that name their own model
-use that one, and are keyed by it). The rule reads the newest calibration of each judge that
-graded a hard llm_judge check of a compared run (`harness judge calibrate --results-store`),
-and fails when one is missing, holds fewer than `min_judge_sessions` labelled sessions, or the
-lower end of its Cohen's kappa's 95% interval is below `min_judge_kappa`.
+A judged check is one whose kind uses a judge (its class's `uses_judge`: `llm_judge`, or a
+plug-in kind that declares it). A run's judge is the `judge_model` its grading pass recorded
+(checks that name their own model use that one, and are keyed by it). The rule reads the newest
+calibration of each judge that graded a hard judged check of a compared run (`harness judge
+calibrate --results-store`), and fails when one is missing, holds fewer than
+`min_judge_sessions` labelled sessions, or the lower end of its Cohen's kappa's 95% interval is
+below `min_judge_kappa`.
 
 Why the lower end and a minimum: kappa from a handful of sessions is mostly noise (5 sessions
 on which judge and people agree give kappa 1.0), and a point estimate against a floor passes a
@@ -21,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.gate.figures import RuleCheck
+from harness.grading.checks import uses_judge
 from harness.production.calibrate import Calibration, judge_key
 from harness.specs.agent import ModelRef
 from harness.specs.gate import Gate
@@ -30,11 +33,11 @@ RULE = "judge agreement"
 
 
 def run_judges(store: Store, run_id: str) -> set[str]:
-    """The keys of the judges of a run's hard (gating) llm_judge check results."""
+    """The keys of the judges of a run's hard (gating) judged check results."""
     info = store.run(run_id)
     default = (info.config.get("judge_model") if info else None) or None
     judged = any(
-        check.kind == "llm_judge" and check.gates
+        check.gates and uses_judge(check.kind)
         for verdict in store.latest_verdicts(run_id)
         for check in verdict.checks
     )
@@ -65,7 +68,7 @@ def judge_verdict(calibration: Calibration, floor: float, fewest: int) -> tuple[
 
 def judge_rule(config: Gate, store: Store, runs: Sequence[str]) -> RuleCheck | None:
     """The rule's line, or None when the gate asks for no minimum or no compared run was
-    graded by a hard llm_judge check."""
+    graded by a hard judged check."""
     if config.min_judge_kappa is None:
         return None
     judges = sorted({key for run_id in runs for key in run_judges(store, run_id)})

@@ -172,7 +172,7 @@ def audit_hook(
     file_writes: int,
     result_fd: int = RESULT_FD,
     native: tuple[str, ...] | None = None,
-) -> Callable[[str, tuple[object, ...]], None]:
+) -> Callable[[str, tuple[Any, ...]], None]:
     """The hook that refuses what a checker must not do (the policy is in the module docstring).
     `native`: the folders extension modules may come from (default: `native_roots()`).
 
@@ -199,7 +199,9 @@ def audit_hook(
     refused_prefixes, refused_modules = REFUSED_PREFIXES, REFUSED_MODULES
     writes_left = file_writes
 
-    def hook(event: str, args: tuple[object, ...]) -> None:
+    # The arguments as Any: the hook checks their types with `type_of(x) is str_type` (bound
+    # names, see above), which a type checker cannot follow.
+    def hook(event: str, args: tuple[Any, ...]) -> None:
         nonlocal writes_left
         try:
             if event == "open":  # (path, mode, flags); the path is str, bytes or a file descriptor
@@ -290,7 +292,8 @@ def audit_hook(
                 # which the hook does not see) then still resolve inside it. And no devices.
                 if event == "open":
                     try:
-                        kind = item(stat(real), 0) & 0o170000
+                        # st_mode is an int; typeshed types stat_result's items as floats
+                        kind = item(stat(real), 0) & 0o170000  # type: ignore[operator]
                     except os_error:  # does not exist (yet)
                         kind = 0
                     if kind == 0o040000:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from typing import TypedDict
 
 from harness.grading.checks import CheckContext, error_side, run_check
 from harness.grading.result import CheckResult, Verdict
@@ -19,7 +21,7 @@ async def grade(transcript: Transcript, context: CheckContext) -> Verdict:
     return decide(transcript, results)
 
 
-def end_result(transcript: Transcript, required: list[str], admitted: bool) -> CheckResult:
+def end_result(transcript: Transcript, required: Sequence[str], admitted: bool) -> CheckResult:
     """The task's `end.require` as a hard check result: how the episode ended, against it."""
     reason = (
         f"the episode ended with {transcript.end_reason.value}; required: {', '.join(required)}"
@@ -37,7 +39,7 @@ def decide(transcript: Transcript, results: list[CheckResult]) -> Verdict:
     check that could not decide, gives an `error` verdict: excluded from pass rates and never
     counted as a fail. A soft check that could not decide leaves a pass a pass, and says so in
     its reason (`Verdict.soft_errors`)."""
-    base = {
+    base: _VerdictBase = {
         "task_id": transcript.task_id,
         "trial": transcript.trial,
         "checks": results,
@@ -65,6 +67,15 @@ def decide(transcript: Transcript, results: list[CheckResult]) -> Verdict:
         reason = f"all hard checks passed; soft checks could not decide: {_reasons(undecided)}"
         return Verdict(**base, outcome="pass", reason=reason)
     return Verdict(**base, outcome="pass", reason="all hard checks passed")
+
+
+class _VerdictBase(TypedDict):
+    """The fields every verdict of `decide` shares."""
+
+    task_id: str
+    trial: int
+    checks: list[CheckResult]
+    score: float
 
 
 def _reasons(results: list[CheckResult]) -> str:

@@ -1,23 +1,27 @@
-"""What grading a task set needs before anything is played: a judge for its `llm_judge` checks
-that name no model, and OS isolation (or the user's permission) for its python checks.
+"""What grading a task set needs before anything is played: a judge for its checks whose kind
+uses one (`uses_judge`, e.g. `llm_judge`) and that name no model, and OS isolation (or the user's
+permission) for its checks whose kind runs code (`runs_code`, e.g. `python`). Each kind's class
+says what it needs, so a plug-in kind is held to the same rules as the built-in ones.
 
-No implicit judge: an `llm_judge` check is decided by the model it names, else by the judge the
-run is given (`--judge-model`, a grade node's or a climb's `judge_model`, else the project
-file's `judge_model`); a default small model would only spend the run's time turning verdicts
-into errors. No sandbox, no checker code: without bubblewrap or Docker, python checks run only
+No implicit judge: a judged check is decided by the model it names, else by the judge the run is
+given (`--judge-model`, a grade node's or a climb's `judge_model`, else the project file's
+`judge_model`); a default small model would only spend the run's time turning verdicts into
+errors. No sandbox, no checker code: without bubblewrap or Docker, checks that run code run only
 where the user allowed checker code to run without isolation (`--unsafe-checkers`, a grade
 node's `sandbox: none`, `HARNESS_SANDBOX=none`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pydantic import ValidationError
 
-from harness.grading.checks.llm_judge import LLMJudgeCheck
-from harness.grading.checks.python import PythonCheck
+from harness.grading.checks import needs_run_judge, runs_code
 from harness.grading.sandbox import isolation_problem
 from harness.project import find_project
 from harness.sim.suite import TaskCase
 from harness.specs.agent import ModelRef
+from harness.specs.checks import CheckBase, kind_name
 from harness.specs.located import Location, SpecError, display, format_path
 
 JUDGE_HINT = "pass --judge-model, set judge_model in harness.yaml, or give the check a model"
@@ -38,18 +42,24 @@ def project_judge() -> ModelRef | None:
 
 
 def judged_tasks(cases: list[TaskCase]) -> list[str]:
-    """Ids of the tasks with an `llm_judge` check that names no model of its own."""
-    return [
-        case.task.id
-        for case in cases
-        if any(isinstance(c, LLMJudgeCheck) and c.model is None for c in case.task.checks)
-    ]
+    """Ids of the tasks with a check that the run's judge decides (its kind uses a judge and it
+    names no model of its own)."""
+    return [case.task.id for case in cases if any(map(needs_run_judge, case.task.checks))]
 
 
 def missing_judge(cases: list[TaskCase]) -> str | None:
     """What a run of these tasks without a judge lacks, said in words; None if nothing."""
     ids = judged_tasks(cases)
-    return f"{tasks_having(ids, 'llm_judge checks')} and no judge model is set" if ids else None
+    if not ids:
+        return None
+    kinds = kinds_of(cases, needs_run_judge)
+    return f"{tasks_having(ids, f'{kinds} checks')} and no judge model is set"
+
+
+def kinds_of(cases: list[TaskCase], which: Callable[[CheckBase], bool]) -> str:
+    """The kinds of the tasks' checks that `which` picks, in words: 'llm_judge', 'a or b'."""
+    checks = (check for case in cases for check in case.task.checks if which(check))
+    return " or ".join(dict.fromkeys(kind_name(type(check)) for check in checks))
 
 
 def tasks_having(ids: list[str], what: str) -> str:
@@ -60,19 +70,16 @@ def tasks_having(ids: list[str], what: str) -> str:
 
 
 def checked_tasks(cases: list[TaskCase]) -> list[str]:
-    """Ids of the tasks with a python check (checker code)."""
-    return [
-        case.task.id
-        for case in cases
-        if any(isinstance(check, PythonCheck) for check in case.task.checks)
-    ]
+    """Ids of the tasks with a check whose kind runs code the task ships (checker code)."""
+    return [case.task.id for case in cases if any(map(runs_code, case.task.checks))]
 
 
 def missing_isolation(cases: list[TaskCase], unsafe: bool = False) -> str | None:
     """Why grading these tasks here would run checker code with no permission to, in one line;
-    None when it would not (no python checks, OS isolation, or `unsafe`)."""
+    None when it would not (no checks that run code, OS isolation, or `unsafe`)."""
     ids = list(dict.fromkeys(checked_tasks(cases)))
     problem = isolation_problem(unsafe) if ids else None
     if problem is None:
         return None
-    return f"{tasks_having(ids, 'python checks')}, which need OS isolation, and {problem}"
+    kinds = kinds_of(cases, runs_code)
+    return f"{tasks_having(ids, f'{kinds} checks')}, which need OS isolation, and {problem}"

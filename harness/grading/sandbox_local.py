@@ -331,6 +331,7 @@ async def run_local(payload: bytes, limits: SandboxLimits, backend: str) -> Sand
         finally:
             if seccomp_fd is not None:  # bubblewrap has its own copy
                 os.close(seccomp_fd)
+        timeout: SandboxResult | None
         try:
             await asyncio.wait_for(
                 asyncio.gather(

@@ -84,7 +84,14 @@ class ProviderPolicy:
     that process's copy, so it stays per process when episodes run on several workers."""
 
 
-ProviderFactory = Callable[[ModelRef, dict[str, Any]], ChatModel]
+@runtime_checkable
+class ProviderClass(Protocol):
+    """A provider class that makes its models with a `from_ref(ref, options)` class method."""
+
+    def from_ref(self, ref: ModelRef, options: dict[str, Any]) -> ChatModel: ...
+
+
+ProviderFactory = Callable[[ModelRef, dict[str, Any]], ChatModel] | ProviderClass
 PROVIDERS: Registry[ProviderFactory] = Registry(
     "model provider",
     tuple(

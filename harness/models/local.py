@@ -135,7 +135,8 @@ def _cancellable_llama() -> type:
             criteria = StoppingCriteriaList(
                 [*(stopping_criteria or []), lambda _tokens, _logits: cancel.is_set()]
             )
-            return super().create_completion(*args, stopping_criteria=criteria, **kwargs)
+            # llama_cpp's stub reads **kwargs as possibly holding stopping_criteria too
+            return super().create_completion(*args, stopping_criteria=criteria, **kwargs)  # type: ignore[misc]
 
     return CancellableLlama
 

@@ -31,6 +31,7 @@ from harness.models.base import (
     Completion,
     CompletionParams,
     ModelError,
+    ProviderClass,
     provider_name,
     provider_policy,
 )
@@ -247,7 +248,9 @@ def make_provider(
             f"unknown model provider '{provider_name(ref.id)}' in '{ref.id}'; known: {known}"
         )
     options = {"timeout_s": policy.timeout_s, "variables": variables or {}}
-    return getattr(provider, "from_ref", provider)(ref, options)
+    if isinstance(provider, ProviderClass):  # it has a `from_ref`
+        return provider.from_ref(ref, options)
+    return provider(ref, options)
 
 
 class Limiter(Protocol):

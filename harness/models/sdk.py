@@ -8,7 +8,7 @@ import os
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from harness.defaults import MODEL_TIMEOUT_S
 from harness.models.base import ModelError, ProviderPolicy
@@ -87,7 +87,7 @@ class SdkModel:
         )
 
     @classmethod
-    def from_ref(cls, ref: ModelRef, options: dict[str, Any]) -> SdkModel:
+    def from_ref(cls, ref: ModelRef, options: dict[str, Any]) -> Self:
         return cls(ref, options.get("timeout_s", MODEL_TIMEOUT_S))
 
     def make_client(self, sdk: Any, key: str, base_url: str | None, timeout_s: float) -> Any:

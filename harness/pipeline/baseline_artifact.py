@@ -124,8 +124,9 @@ def _table(rows: list[dict[str, Any]]) -> Any:
     """A W&B table of rows (lists as JSON text, so that every column has one type)."""
     import wandb
 
-    columns = list(rows[0]) if rows else ["empty"]
-    data = [[_cell(row[c]) for c in columns] for row in rows]
+    names = list(rows[0]) if rows else ["empty"]
+    data = [[_cell(row[c]) for c in names] for row in rows]
+    columns: list[str | int] = list(names)
     return wandb.Table(columns=columns, data=data)
 
 

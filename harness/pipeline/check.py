@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.pipeline.dag import plan
-from harness.pipeline.runner import preflight
+from harness.pipeline.runner import preflight, prepare
 from harness.sim.agent import check_agent
 from harness.sim.suite import check_persona, load_suite
 from harness.specs.kinds import kind_of, read_mapping
@@ -22,7 +21,7 @@ def check_file(path: Path) -> str:
     if kind == "task":
         load_suite([path])
     elif kind == "dag":
-        preflight(plan(load_spec(path)))
+        preflight(prepare(data, positions, path))
     elif kind == "agent":
         check_agent(load_agent(path))
     elif kind == "persona":

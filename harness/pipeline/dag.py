@@ -36,7 +36,7 @@ class PlannedNode:
 
     id: str
     kind: NodeKind
-    params: Spec
+    params: Any  # an instance of `kind.params`, the Spec subclass the kind takes
     needs: list[str]
     resolved: Any = None  # what the kind's `check` resolved from the parameters (planning)
 
@@ -257,9 +257,9 @@ async def execute(
             else:
                 identity = node.kind.identity(node.params, ctx) if node.kind.identity else {}
                 key = _key(node.kind.name, params, identity, [keys[n] for n in node.needs])
-                cached = None if base.fresh else _stored_output(base, key, node.kind)
-                if cached is not None:
-                    output = cached
+                stored = None if base.fresh else _stored_output(base, key, node.kind)
+                if stored is not None:
+                    output = stored
                     if node.kind.restore is not None:
                         output = node.kind.restore(output, inputs)
                     status.state = "reused"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,7 +91,7 @@ class Outcome:
             self.store = None
 
 
-def read_dag(path: Path) -> tuple[dict[str, Any], dict[PathKey, Location]]:
+def read_dag(path: Path) -> tuple[dict[str, Any], MutableMapping[PathKey, Location]]:
     data, positions = read_mapping(path)
     if data.get("kind") != "dag":
         where = positions.get(("kind",), Location(str(path), 1, 1))
@@ -101,7 +101,7 @@ def read_dag(path: Path) -> tuple[dict[str, Any], dict[PathKey, Location]]:
 
 def with_overrides(
     data: dict[str, Any],
-    positions: dict[PathKey, Location],
+    positions: MutableMapping[PathKey, Location],
     texts: list[str],
     shortcuts: Shortcuts | None = None,
 ) -> dict[str, Any]:
@@ -131,7 +131,7 @@ def with_overrides(
 
 def stored_pipeline(
     store_path: StoreTarget, pipeline_id: str
-) -> tuple[dict[str, Any], dict[PathKey, Location], Path]:
+) -> tuple[dict[str, Any], MutableMapping[PathKey, Location], Path]:
     """A stored execution's pipeline data and source, to resume it."""
     info = None
     if StoreLocation.of(store_path).exists():
@@ -184,14 +184,16 @@ def task_source(pipeline: Plan, node: PlannedNode) -> PlannedNode | None:
     return None
 
 
-def prepare(data: dict[str, Any], positions: dict[PathKey, Location], source: Path) -> Plan:
+def prepare(
+    data: dict[str, Any], positions: MutableMapping[PathKey, Location], source: Path
+) -> Plan:
     """Validate and plan the pipeline's data."""
     return plan(Loaded(validate(Dag, data, positions, source), source, positions))
 
 
 def run_pipeline(
     data: dict[str, Any],
-    positions: dict[PathKey, Location],
+    positions: MutableMapping[PathKey, Location],
     source: Path,
     options: RunOptions,
     pipeline_id: str = "",

@@ -4,7 +4,7 @@ themselves (episodes, verdicts) live in the results store and are referred to by
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -43,7 +43,7 @@ class Tasks(NodeOutput):
     def cases(self) -> list[TaskCase]:
         return self._cases
 
-    def with_cases(self, cases: list[TaskCase]) -> Tasks:
+    def with_cases(self, cases: list[TaskCase]) -> Self:
         self._cases = cases
         return self
 
@@ -61,7 +61,7 @@ class Run(NodeOutput):
     def cases(self) -> list[TaskCase]:
         return self._cases
 
-    def with_cases(self, cases: list[TaskCase]) -> Run:
+    def with_cases(self, cases: list[TaskCase]) -> Self:
         self._cases = cases
         return self
 

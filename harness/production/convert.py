@@ -48,6 +48,7 @@ import yaml
 from harness.defaults import STOP_SIGNAL
 from harness.domains import Environment, trace_replay
 from harness.domains.trace_replay import Calls
+from harness.grading.checks import kind_summary
 from harness.outcomes import DEFAULT, ErrorValues
 from harness.production import derive
 from harness.production.calls import Unreadable
@@ -389,6 +390,8 @@ def comment(text: str) -> str:
     return f"# {' '.join(text.split())}\n"
 
 
+# What the checks `derive` writes stand for in a task made from production, in its words; any
+# other kind is explained by its own class (`kind_summary`: when it passes).
 MEANINGS = {
     "no_error": "the failure production raised does not happen again",
     "no_false_success": "no reply claims success after a tool call failed (production's "
@@ -405,7 +408,7 @@ def _explained(checks: list[dict[str, Any]]) -> list[str]:
     lines = ["Checks:"]
     for check in checks:
         weight = "decides" if check.get("hard", True) else "soft, reported only"
-        meaning = MEANINGS.get(check["kind"], check["kind"])
+        meaning = MEANINGS.get(check["kind"]) or kind_summary(check["kind"])
         if check.get("max_count") == 0:
             meaning = "the call that went wrong in production is never made"
         lines.append(f"  {check.get('name') or check['kind']}: {meaning} ({weight})")

@@ -203,8 +203,8 @@ def _op_filter(op: str) -> dict[str, Any]:
 
 def list_episodes(store: Path = TRACE_STORE, limit: int = 50) -> list[EpisodeTrace]:
     """The most recent episodes of the local store, newest first."""
-    tracer = Tracer(open_local_client(store))
-    client = tracer.client
+    client = open_local_client(store)
+    tracer = Tracer(client)
     try:
         calls = list(
             client.get_calls(
@@ -228,8 +228,8 @@ def list_episodes(store: Path = TRACE_STORE, limit: int = 50) -> list[EpisodeTra
 
 def find_episode(store: Path, call_id: str) -> EpisodeTrace | None:
     """The episode whose call id is, or ends with, `call_id` (as `traces list` shows it)."""
-    tracer = Tracer(open_local_client(store))
-    client = tracer.client
+    client = open_local_client(store)
+    tracer = Tracer(client)
     try:
         calls = [
             c for c in client.get_calls(filter=_op_filter(EPISODE_OP)) if c.id.endswith(call_id)

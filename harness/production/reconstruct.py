@@ -106,7 +106,8 @@ def grouped(records: Iterable[CallRecord]) -> Iterator[list[CallRecord]]:
                     batch.clear()
             db.executemany("INSERT INTO calls VALUES (?, ?, ?, ?)", batch)
             db.execute("CREATE INDEX by_group ON calls (grp, started, seq)")
-            current, calls = None, []
+            current: str | None = None
+            calls: list[CallRecord] = []
             for group, data in db.execute("SELECT grp, data FROM calls ORDER BY grp, started, seq"):
                 if group != current and calls:
                     yield calls

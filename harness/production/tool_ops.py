@@ -55,7 +55,10 @@ class Raised:
 def raised(calls: list[CallRecord], tools: set[str]) -> list[Raised]:
     """Where each failure started: an erroring call none of whose children raised the same
     error (an exception propagates up to the root; its origin is what matters)."""
-    errors = {c.id: error for c in calls if (error := c.error()) is not None}
+    # keyed by call id; `get` of a root's parent id (None) finds nothing
+    errors: dict[str | None, tuple[str, str]] = {
+        c.id: error for c in calls if (error := c.error()) is not None
+    }
     if not errors:
         return []
     propagated = {  # parents that raised what a child raised

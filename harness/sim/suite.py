@@ -512,7 +512,9 @@ def check_variant(variant: Loaded[AgentVariant], cases: list[TaskCase]) -> None:
     the tasks must observe what the agent shows (a check that cannot is no vacuous pass)."""
     problems = [] if variant.spec.shows_tool_calls else _unobservable(variant.spec, cases)
     domains = {case.domain: case.domain.domain or case.domain.__name__ for case in cases}
-    named = [(("tools", i), name) for i, name in enumerate(variant.spec.tools)]
+    named: list[tuple[PathKey, str]] = [
+        (("tools", i), name) for i, name in enumerate(variant.spec.tools)
+    ]
     named += [(("tool_descriptions", name), name) for name in variant.spec.tool_descriptions]
     for path, name in named:
         for domain, domain_name in domains.items():

@@ -147,7 +147,7 @@ class UserSimulator:
         if persona.model.id == "scripted" and persona.behaviour is not None:
             self.model = BehaviourPlayer(persona, scenario, stop_signals[0], seed, trial)
         elif persona.model.id == "scripted":
-            script = Script(kind="script", rules=persona.scripted_turns)
+            script = Script(kind="script", rules=list(persona.scripted_turns))
             variables = {"known": scenario.known_info}
             self.model = ScriptedModel(script, variables, name=f"persona:{persona.name}")
         else:

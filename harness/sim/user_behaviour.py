@@ -170,7 +170,7 @@ class BehaviourPlayer:
     def _script(self, rules: list[PersonaRule], variables: dict[str, Any]) -> ScriptedModel | None:
         if not rules:
             return None
-        return ScriptedModel(Script(kind="script", rules=rules), variables, name=self.name)
+        return ScriptedModel(Script(kind="script", rules=list(rules)), variables, name=self.name)
 
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams

@@ -13,7 +13,7 @@ import functools
 import operator
 import typing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 from pydantic import Field
 
@@ -52,7 +52,17 @@ class References:
 
 
 class CheckBase(Spec):
-    """Fields every check kind shares: how its result counts towards the task's verdict."""
+    """Fields every check kind shares: how its result counts towards the task's verdict.
+
+    A kind also declares, on its class, what it needs, so that nothing outside its module names
+    it: `uses_judge` (its handler asks the run's judge model, `CheckContext.judge_model`, unless
+    the check names its own in a `model` field), `runs_code` (it runs code the task ships, which
+    needs OS isolation or the user's permission), and `passes_when`, the one line that says when
+    it passes (the README's table of kinds); the references it makes are `references()`."""
+
+    uses_judge: ClassVar[bool] = False
+    runs_code: ClassVar[bool] = False
+    passes_when: ClassVar[str] = ""
 
     name: str | None = Field(default=None, description="Short label shown in reports.")
     hard: bool = Field(
@@ -107,7 +117,8 @@ def kind_name(model: type[CheckBase]) -> str:
 
 def register_kind(model: C) -> C:
     """Decorator: make a spec model a check kind that tasks can list, under its `kind` name."""
-    return CHECK_KINDS.register(kind_name(model))(model)
+    CHECK_KINDS.register(kind_name(model))(model)
+    return model
 
 
 @functools.cache

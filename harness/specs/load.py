@@ -3,9 +3,10 @@ validate it, every problem located at the line (or override) that caused it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -40,7 +41,7 @@ class Loaded(Generic[M]):
 
     spec: M
     path: Path
-    positions: dict[PathKey, Location] = field(default_factory=dict)
+    positions: MutableMapping[PathKey, Location] = field(default_factory=dict)
 
     def where(self, *keys: str | int) -> Location:
         """The location of a value, or of its nearest written parent."""
@@ -54,7 +55,7 @@ def load_spec(path: Path, overrides: list[Override] | None = None) -> Loaded[Bas
     """Load any spec file, choosing the model from its `kind:`."""
     data, positions = read_mapping(path)
     kind = kind_of(path, data, positions)
-    loaders = {
+    loaders: dict[str, Callable[[Path, list[Override] | None], Loaded[Any]]] = {
         "agent": load_agent,
         "task": load_task,
         "script": load_script,
@@ -81,7 +82,8 @@ def load_task(path: Path, overrides: list[Override] | None = None) -> Loaded[Tas
     data, positions = read_mapping(path)
     expect_kind(path, data, positions, "task")
     data = apply_overrides(data, overrides or [], positions)
-    checks = data.get("checks") if isinstance(data.get("checks"), list) else []
+    raw_checks = data.get("checks")
+    checks = raw_checks if isinstance(raw_checks, list) else []
     file_keys: list[PathKey] = [("domain",), ("start", "state_file"), ("start", "state_db")]
     file_keys.append(("persona", "model", "script"))  # an inline persona's
     for i, check in enumerate(checks):
@@ -133,7 +135,8 @@ def load_persona(path: Path, overrides: list[Override] | None = None) -> Loaded[
 def variant_lineage(agent: Path, name: str) -> list[str]:
     """The variant's name and the names of the variant files it extends, nearest first: the
     gate takes a candidate of its baseline's lineage."""
-    names, path, seen = [name], agent.resolve(), set()
+    names, seen = [name], set()
+    path: Path | None = agent.resolve()
     while path is not None and path not in seen and path.is_file():
         seen.add(path)
         data = read_yaml(path)[0] or {}  # read once per command: loading the agent read it

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def resolve_file(
-    base: Path, data: dict[str, Any], keys: PathKey, positions: dict[PathKey, Location]
+    base: Path, data: dict[str, Any], keys: PathKey, positions: Mapping[PathKey, Location]
 ) -> None:
     """Resolve a relative file reference in place, against the file that wrote it."""
     parent: Any = data
@@ -82,7 +83,7 @@ def read_extends(
     """A file merged over the chain of files it `extends:` (child values win), with the positions
     of every value. `file_keys` (which must include `("extends",)`) are resolved against the file
     that wrote them; `extends` keeps the file's own value."""
-    chain: list[tuple[dict[str, Any], dict[PathKey, Location]]] = []
+    chain: list[tuple[dict[str, Any], Positions]] = []
     seen: list[Path] = []
     current: Path | None = path
     while current is not None:

@@ -276,7 +276,10 @@ class Builder:
             self._defer(DataProblem(mark, self.path(), "mapping keys must be plain scalars"))
             key = _IGNORED
         elif key in frame.value:
-            self._defer(DataProblem(mark, (*self.path(), key), f"duplicate key '{key}'"))
+            # A float key stays a float in the path, which PathKey (the spec models' keys,
+            # str | int) leaves out.
+            path = (*self.path(), key)
+            self._defer(DataProblem(mark, path, f"duplicate key '{key}'"))  # type: ignore[arg-type]
             key = _IGNORED
         frame.key, frame.has_key = key, True
 
@@ -350,7 +353,8 @@ def key_marks(text: str) -> Iterator[tuple[PathKey, Any]]:
                     key = key.text if isinstance(key, _Special) else key
                     if isinstance(key, str | int | float) and top.path is not None:
                         top.key = key
-                        yield (*top.path, key), event.start_mark
+                        # a float key too, which PathKey leaves out (see `_key`)
+                        yield (*top.path, key), event.start_mark  # type: ignore[arg-type]
                     elif kind in collections:
                         stack.append(_Place(None, kind is yaml.MappingStartEvent))
                     continue

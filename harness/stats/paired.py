@@ -184,15 +184,16 @@ def sign_flip_test(
             True,
         )
     rng = np.random.default_rng(seed)
-    observed, size, tol = float(d.sum()), np.abs(d), 1e-9 * float(np.abs(d).sum())
+    observed_sum, size, tol = float(d.sum()), np.abs(d), 1e-9 * float(np.abs(d).sum())
     less = greater = both = 0
     for start in range(0, resamples, 1000):
         signs = rng.choice((-1.0, 1.0), size=(min(1000, resamples - start), len(d)))
         sums = signs @ size
-        less += int((sums <= observed + tol).sum())
-        greater += int((sums >= observed - tol).sum())
-        both += int((np.abs(sums) >= abs(observed) - tol).sum())
-    return SignFlip(*((1 + n) / (resamples + 1) for n in (both, less, greater)), False)
+        less += int((sums <= observed_sum + tol).sum())
+        greater += int((sums >= observed_sum - tol).sum())
+        both += int((np.abs(sums) >= abs(observed_sum) - tol).sum())
+    p_value, p_less, p_greater = ((1 + n) / (resamples + 1) for n in (both, less, greater))
+    return SignFlip(p_value, p_less, p_greater, False)
 
 
 def difference_interval(

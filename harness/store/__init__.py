@@ -579,6 +579,7 @@ class Store(ClimbRecords):
             "SELECT COUNT(*) AS n FROM verdicts WHERE run_id = ? AND verdict LIKE ?",
             (run_id, '%"sandbox":"subprocess"%'),
         ).fetchone()
+        assert row is not None  # a COUNT always gives a row
         return int(row["n"])
 
     def latest_verdicts(self, run_id: str) -> Iterator[Verdict]:

@@ -74,7 +74,7 @@ def connect(location: StoreLocation) -> psycopg.Connection[Any]:
         message = "a PostgreSQL store needs psycopg: pip install 'harness[postgres]'"
         raise SpecError.at(where, "", message) from None
     try:
-        params = conninfo_to_dict(location.target)
+        params: dict[str, Any] = conninfo_to_dict(location.target)  # libpq's options
     except psycopg.ProgrammingError as exc:
         reason = _reason(exc, *url_passwords(location.target))
         raise SpecError.at(where, "", f"not a PostgreSQL URL: {reason}") from None

@@ -55,7 +55,7 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 if not any(getattr(finder, "alias_of", None) == NEW for finder in sys.meta_path):
     sys.meta_path.insert(0, _Alias())
 
-__path__: list[str] = []  # a package, so that submodule imports reach the finder above
+__path__ = []  # a package, so that submodule imports reach the finder above
 
 
 def __getattr__(name: str) -> object:

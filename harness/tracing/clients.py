@@ -16,6 +16,8 @@ from harness.defaults import TRACE_STORE
 from harness.tracing.spans import Tracer
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+    from weave.trace.op import Op
     from weave.trace.weave_client import WeaveClient
 
 LOCAL_ENTITY = "local"
@@ -66,7 +68,11 @@ def open_local_client(store: Path = TRACE_STORE) -> WeaveClient:
 
     store.parent.mkdir(parents=True, exist_ok=True)
     client = WeaveClient(
-        LOCAL_ENTITY, LOCAL_PROJECT, LocalTraceServer(store), ensure_project_exists=False
+        LOCAL_ENTITY,
+        LOCAL_PROJECT,
+        # the part of weave's server interface its client calls (see local_server), not all
+        LocalTraceServer(store),  # type: ignore[arg-type]
+        ensure_project_exists=False,
     )
     # weave keeps the first global client it is given; replace it explicitly.
     weave_client_context.set_weave_client_global(None)
@@ -105,8 +111,8 @@ def _fast_op_check() -> None:
         return
     plain = {str, int, float, bool, type(None), dict, list, tuple}
 
-    def is_op(value: Any) -> bool:
-        return type(value) not in plain and original(value)
+    def is_op(obj: Any) -> TypeIs[Op[Any, Any]]:
+        return type(obj) not in plain and original(obj)
 
     is_op.plain_data_first = True  # type: ignore[attr-defined]
     weave_client.is_op = is_op

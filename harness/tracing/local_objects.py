@@ -186,7 +186,7 @@ class LocalObjectServer(LocalTraceDb):
             return [vals[d] for d in digests]
         if not isinstance(ref, ObjectRef):
             raise ValueError(f"cannot resolve {uri}: only object, op and table refs")
-        val = self.obj_read(
+        val: Any = self.obj_read(  # JSON data of any shape
             {"project_id": project_id, "object_id": ref.name, "digest": ref.digest}
         ).obj.val
         extra = list(ref.extra)

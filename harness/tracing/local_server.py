@@ -32,7 +32,7 @@ import datetime
 import json
 import sqlite3
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from weave.utils.ids import generate_id
@@ -186,7 +186,7 @@ class LocalTraceServer(LocalObjectServer):
         filter: Mapping[str, Any],
         *,
         query: Mapping[str, Any] | None = None,
-        sort_by: Sequence[Mapping[str, str]] | None = None,
+        sort_by: Iterable[Mapping[str, object]] | None = None,
         limit: int | None = None,
         offset: int | None = None,
         include_feedback: bool = False,
@@ -264,12 +264,14 @@ class LocalTraceServer(LocalObjectServer):
             )
         ]
         if (query := req.get("query")) is not None:
-            rows = [row for row in rows if evaluate(query["$expr"], row)]
+            # the request as sent, with `$expr`: the SDK's type has the Python name, `expr`
+            rows = [
+                row
+                for row in rows
+                if evaluate(query["$expr"], row)  # type: ignore[typeddict-item]
+            ]
         for sort in reversed(list(req.get("sort_by") or [])):
-            rows.sort(
-                key=lambda row, field=sort["field"]: sort_key(get_path(row, field)),
-                reverse=sort["direction"] == "desc",
-            )
+            rows.sort(key=_by_field(sort["field"]), reverse=sort["direction"] == "desc")
         total = len(rows)
         start = req.get("offset") or 0
         limit = req.get("limit")
@@ -277,6 +279,11 @@ class LocalTraceServer(LocalObjectServer):
         if fields := req.get("fields"):
             rows = [{f: row.get(f) for f in fields} for row in rows]
         return FeedbackQueryResponse(result=rows, total_count=total)
+
+
+def _by_field(field: str) -> Callable[[Mapping[str, Any]], tuple[bool, Any]]:
+    """The sort key of rows by one (dotted) field."""
+    return lambda row: sort_key(get_path(row, field))
 
 
 def _call_from_row(row: sqlite3.Row, feedback: list[dict[str, Any]] | None) -> Call:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import json
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness.tracing.local_db import op_short
@@ -62,7 +62,7 @@ def calls_where(project_id: str, filter: Mapping[str, Any]) -> tuple[str, list[A
     return " AND ".join(clauses), params
 
 
-def calls_order(sort_by: Sequence[Mapping[str, str]] | None) -> str:
+def calls_order(sort_by: Iterable[Mapping[str, object]] | None) -> str:
     """SQL `ORDER BY` terms for a calls query (default: oldest first), ids breaking ties."""
     order = []
     for sort in sort_by or [{"field": "started_at", "direction": "asc"}]:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from harness.secrets import redactor
 from harness.tracing.plain import plain
@@ -27,8 +27,19 @@ if TYPE_CHECKING:
     from weave.trace.call import Call
     from weave.trace.weave_client import WeaveClient
 
-Span: TypeAlias = "Call"
-"""A started span: a weave `Call`. Set `span.output` inside `Tracer.span` to record an output."""
+
+class Span(Protocol):
+    """A started span: a weave `Call` (a `LocalTracer`'s: a `LocalSpan`). Set `span.output`
+    inside `Tracer.span` to record an output."""
+
+    @property
+    def id(self) -> str | None: ...
+
+    @property
+    def trace_id(self) -> str | None: ...
+
+    output: Any
+
 
 MAX_PENDING_WRITES = 500
 
@@ -61,7 +72,7 @@ class Tracer:
         return self.client.create_call(
             op,
             self._plain(inputs),
-            parent=parent,
+            parent=cast("Call | None", parent),  # a span of this tracer: a weave Call
             attributes=attributes,
             display_name=display_name,
             use_stack=False,
@@ -91,6 +102,7 @@ class Tracer:
             return
         if exception is not None:
             exception = self._redacted(exception)
+        span = cast("Call", span)  # a span this tracer started: a weave Call
         self.client.finish_call(span, self._plain(output), exception)
         # weave keeps every child of a live call (to sum their summaries at its end); a run's
         # root holds thousands of episodes, so a finished span lets go of what it recorded.

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Finding
 from harness.specs.checks import CheckBase, References
+from harness.specs.located import PathKey
 from harness.specs.state_paths import key_path, parse_jsonpath
 from harness.specs.task import Task
 from harness.state_diff import apply_changes, state_changes
@@ -44,6 +45,14 @@ class EndStateCheck(CheckBase):
     task's gold actions replayed, or to the start state changed only under listed paths."""
 
     kind: Literal["end_state"]
+    passes_when: ClassVar[str] = (
+        "the whole final state is exactly right: `equals` a given state, `gold: true` the start "
+        "state with the task's `gold_actions` (tool calls) replayed through the domain (a refused"
+        " one is an error, or skipped with `refused_gold: skip`), or `nothing_else_changed: "
+        "[PATHS]` the start state changed only under those JSONPaths; `ignore: [PATHS]` leaves "
+        "values out; a failure names each difference by its path "
+        "(`$.accounts['A-1005'].address.street: was '...', now '...'`)"
+    )
     equals: dict[str, Any] | None = Field(
         default=None, description="The whole expected final state."
     )
@@ -88,11 +97,13 @@ class EndStateCheck(CheckBase):
         return self
 
     def references(self) -> References:
-        paths = {
+        paths: dict[PathKey, str] = {
             ("nothing_else_changed", n): p for n, p in enumerate(self.nothing_else_changed or [])
         }
         paths |= {("ignore", n): p for n, p in enumerate(self.ignore)}
-        values = {("equals",): ("$", self.equals)} if self.equals is not None else {}
+        values: dict[PathKey, tuple[str, Any]] = (
+            {("equals",): ("$", self.equals)} if self.equals is not None else {}
+        )
         return References(state_paths=paths, state_values=values)
 
 
@@ -153,7 +164,8 @@ def matched_keys(state: Any, path: str) -> list[Keys]:
         while datum is not None and datum.context is not None:
             step = datum.path
             value = getattr(step, "fields", None)
-            keys.append(value[0] if value else getattr(step, "index", None))
+            index: Any = getattr(step, "index", None)  # a field's name, else an index
+            keys.append(value[0] if value else index)
             datum = datum.context
         found.append(tuple(reversed(keys)))
     return found

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -18,6 +18,9 @@ class JsonSchemaCheck(CheckBase):
     """A message or a tool's arguments validate against a JSON Schema."""
 
     kind: Literal["json_schema"]
+    passes_when: ClassVar[str] = (
+        "the final reply (its JSON) or every call's arguments of a tool validate"
+    )
     schema_: dict[str, Any] = Field(alias="schema", description="The JSON Schema.")
     target: Literal["final_message", "tool_arguments"] = Field(
         default="final_message",

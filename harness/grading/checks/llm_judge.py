@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -19,6 +19,13 @@ class LLMJudgeCheck(CheckBase):
     """A model in the `judge` role decides whether the conversation meets a criterion."""
 
     kind: Literal["llm_judge"]
+    passes_when: ClassVar[str] = (
+        "a model in the `judge` role decides a `criterion` with a `rubric`, giving its reasoning:"
+        " the check's `model`, else `--judge-model`, the grade node's or the climb's "
+        "`judge_model`, else `judge_model:` in `harness.yaml`. There is no default: a run whose "
+        "tasks need a judge and name none exits 2 before it plays, naming the tasks"
+    )
+    uses_judge: ClassVar[bool] = True
     criterion: str = Field(min_length=1, description="What must be true of the conversation.")
     rubric: str = Field(default="", description="How to decide: what passes, what fails.")
     model: ModelRef | None = Field(

@@ -8,7 +8,7 @@ verdict is an `error` whatever this check finds."""
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -23,6 +23,10 @@ class NoErrorCheck(CheckBase):
     neither `tool` nor `error`, only a crash counts."""
 
     kind: Literal["no_error"]
+    passes_when: ClassVar[str] = (
+        "no tool answered with the given exception class (`error`) at the given `tool`, and the "
+        "agent did not crash (`crash: false` to allow it); with neither, only the crash counts"
+    )
     tool: str | None = Field(
         default=None, description="The tool whose error results count; every tool when unset."
     )

@@ -9,7 +9,7 @@ that did work ("Your claim is filed. I couldn't upload photo.jpg.") is none."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -24,6 +24,11 @@ class NoFalseSuccessCheck(CheckBase):
     """No reply claims success for a tool call that failed (see the module docstring)."""
 
     kind: Literal["no_false_success"]
+    passes_when: ClassVar[str] = (
+        "after a tool call failed (a tool error, or a result that is an error value such as "
+        '`{"error": ...}`, `ok: false`, an HTTP status >= 400), the agent\'s next reply does not '
+        "claim success without saying it failed; `tool` limits it to one tool"
+    )
     tool: str | None = Field(
         default=None, description="Only failures of this tool count; every tool when unset."
     )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from harness.grading.checks import CheckContext, register_check
-from harness.grading.result import Finding
+from harness.grading.result import Finding, Outcome
 from harness.grading.sandbox_result import MAX_MEMORY_MB, MAX_TIMEOUT_S
 from harness.imports import defined_names
 from harness.specs.checks import CheckBase, References
@@ -23,6 +23,12 @@ class PythonCheck(CheckBase):
     transcript (as JSON data) returning bool, a score in [0, 1], or (bool or score, reason)."""
 
     kind: Literal["python"]
+    passes_when: ClassVar[str] = (
+        "checker code (`code:` or `file:`) returns true, a score at or above `threshold`, or "
+        "`(bool, reason)`: `check(transcript)` gets the transcript as JSON data, VerInstruct's "
+        "`check_following(instruction, response)` the task's instructions and the final reply"
+    )
+    runs_code: ClassVar[bool] = True
     code: str | None = Field(default=None, description="The checker's source code.")
     file: str | None = Field(
         default=None, description="A file with the checker's code, relative to the task file."
@@ -119,7 +125,7 @@ def interpret(value: Any, threshold: float) -> Finding:
     if isinstance(value, bool):
         return Finding("pass" if value else "fail", reason or f"checker returned {value}")
     if isinstance(value, int | float) and 0 <= value <= 1:
-        outcome = "pass" if value >= threshold else "fail"
+        outcome: Outcome = "pass" if value >= threshold else "fail"
         return Finding(
             outcome, reason or f"score {value:g} (threshold {threshold:g})", score=float(value)
         )

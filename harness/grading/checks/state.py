@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from harness.grading.checks import CheckContext, register_check
-from harness.grading.result import Finding
+from harness.grading.result import Finding, Outcome
 from harness.matching import partial_mismatches
 from harness.specs.checks import CheckBase, References
 from harness.specs.located import PathKey
@@ -21,6 +21,10 @@ class StateCheck(CheckBase):
     values a JSONPath expression selects (`path` with `equals` or `exists`)."""
 
     kind: Literal["state"]
+    passes_when: ClassVar[str] = (
+        "the final environment state matches a partial `expect`, or a JSONPath `path` with "
+        "`equals` / `exists`"
+    )
     expect: dict[str, Any] | None = Field(
         default=None,
         description=(
@@ -68,7 +72,9 @@ class StateCheck(CheckBase):
 
     def references(self) -> References:
         if self.path is not None:
-            equals = {("equals",): (self.path, self.equals)} if self.exists is None else {}
+            equals: dict[PathKey, tuple[str, Any]] = (
+                {("equals",): (self.path, self.equals)} if self.exists is None else {}
+            )
             return References(state_paths={("path",): self.path}, state_values=equals)
         return References(
             state_paths=dict(_key_paths(self.expect or {}, ())),
@@ -104,7 +110,7 @@ def check_state(spec: StateCheck, transcript: Transcript, context: CheckContext)
     if spec.exists is not None:
         found = bool(values)
         verb = "selects" if found else "selects nothing"
-        outcome = "pass" if found == spec.exists else "fail"
+        outcome: Outcome = "pass" if found == spec.exists else "fail"
         return Finding(outcome, f"{spec.path} {verb}" + (f": {values[:3]}" if values else ""))
     if not values:
         return Finding("fail", f"{spec.path} selects nothing (expected {spec.equals!r})")

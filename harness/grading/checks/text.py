@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
@@ -19,6 +20,11 @@ class TextCheck(CheckBase):
     """The agent's text contains a phrase or matches a regular expression (or, negated, doesn't)."""
 
     kind: Literal["text"]
+    passes_when: ClassVar[str] = (
+        "the agent's replies (or the final one) contain a phrase or match a regex; `negate: true`"
+        " inverts; `normalize: [case, commas, whitespace, punctuation]` normalises both sides "
+        "first (`commas`: 1,000 reads 1000)"
+    )
     contains: str | None = Field(default=None, description="Phrase to look for.")
     regex: str | None = Field(default=None, description="Python regular expression to search for.")
     ignore_case: bool = Field(default=True, description="Match without regard to case.")
@@ -56,7 +62,7 @@ class TextCheck(CheckBase):
 PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 
-def normalized(text: str, how: list[str]) -> str:
+def normalized(text: str, how: Sequence[str]) -> str:
     """The text as `normalize` asks: case folded, commas or punctuation removed, whitespace
     collapsed, in that order."""
     if "case" in how:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -17,6 +17,9 @@ class ToolCalledCheck(CheckBase):
     """The agent called a tool, optionally with given arguments, a bounded number of times."""
 
     kind: Literal["tool_called"]
+    passes_when: ClassVar[str] = (
+        "a tool was called with an argument subset, between `min_count` and `max_count` times"
+    )
     tool: str = Field(description="Name of the tool.")
     args: dict[str, Any] = Field(
         default_factory=dict,

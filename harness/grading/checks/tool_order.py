@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -16,6 +16,7 @@ class ToolOrderCheck(CheckBase):
     """The agent called these tools in this order (other calls may come between them)."""
 
     kind: Literal["tool_order"]
+    passes_when: ClassVar[str] = "tools were called in the given order"
     tools: list[str] = Field(min_length=2, description="Tool names, in the order required.")
 
     def references(self) -> References:

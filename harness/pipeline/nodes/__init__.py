@@ -96,7 +96,7 @@ class NodeKind:
     # The content that identifies the work beyond params and inputs (e.g. a file's hash).
     identity: Callable[[Any, NodeContext], dict[str, Any]] | None = None
     # Rebuild a cached output (e.g. reattach in-memory data from the inputs).
-    restore: Callable[[NodeOutput, list[Any]], NodeOutput] | None = None
+    restore: Callable[[Any, list[Any]], NodeOutput] | None = None  # takes the `output` type
     always_run: bool = False  # cheap nodes whose key depends on their own output
     # Parameters that name files or folders, which must exist before anything runs.
     files: tuple[str, ...] = ()

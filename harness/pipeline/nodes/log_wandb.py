@@ -99,7 +99,7 @@ def start_wandb_run(
     return wandb.init(
         project=target.project,
         entity=target.entity,
-        mode=mode,
+        mode=mode,  # type: ignore[arg-type]  # $WANDB_MODE's text as is: wandb checks it
         dir=target.dir,
         name=name,
         id=run_id,
@@ -171,7 +171,15 @@ def write_run(payload_file: str) -> None:
         run.log(payload["summary"])
         run.summary.update(payload["summary"])
         if payload["rows"]:
-            columns = ["variant", "run", "task", "level", "passed", "trials", "failed checks"]
+            columns: list[str | int] = [
+                "variant",
+                "run",
+                "task",
+                "level",
+                "passed",
+                "trials",
+                "failed checks",
+            ]
             run.log({"tasks": wandb.Table(columns=columns, data=payload["rows"])})
     finally:
         run.finish()

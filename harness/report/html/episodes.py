@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from harness.grading.checks import uses_judge
 from harness.grading.result import CheckResult, Verdict
 from harness.report.html.diff import StateChange, state_changes
 from harness.store import StoredTask
@@ -66,8 +67,9 @@ class EpisodeView(BaseModel):
 
     @property
     def judged(self) -> list[CheckResult]:
-        """The checks an LLM judge decided: their reason is the judge's explanation."""
-        return [check for check in self.checks if check.kind == "llm_judge"]
+        """The checks a judge decided (their kind uses one): their reason is the judge's
+        explanation."""
+        return [check for check in self.checks if uses_judge(check.kind)]
 
     def matches_text(self, needle: str) -> bool:
         """Whether any message, tool argument or result contains `needle` (lowercase)."""
