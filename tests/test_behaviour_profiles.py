@@ -20,6 +20,7 @@ from harness.production.behaviour import (
 )
 from harness.production.calls import Filters, Unreadable, read_jsonl
 from harness.production.profiles import profiles
+from harness.sdk import TraceReplay
 from harness.transcript import Message
 
 REFUSAL = "Sorry, I cannot do that for you."
@@ -127,10 +128,10 @@ def test_facts_and_disclosure() -> None:
 
 
 def test_a_domain_adds_its_ids_to_the_facts() -> None:
-    class Desk:
+    class Desk(TraceReplay):  # a domain's trace hooks come with the mix-in
         id_patterns = {"ticket": r"\bT\d{3}\b"}
 
-    patterns = fact_patterns(Desk)  # type: ignore[arg-type]  # any class declaring ids
+    patterns = fact_patterns(Desk)  # type: ignore[arg-type]  # the mix-in alone declares ids
     assert facts("ticket T123", patterns) == {"t123"} and facts("ticket T123") == set()
     assert disclosure_first(["about T123", "and T456"], patterns) == 0.5
 

@@ -33,7 +33,7 @@ LAYERS: list[set[str]] = [
     },
     {"tracing"},
     {"models", "domains", "testing"},
-    {"sim", "grading", "production", "traces", "sdk"},  # traces: production's deprecated name
+    {"sim", "grading", "production", "sdk"},
     {"store"},
     {"engine", "compare", "gate", "report", "fidelity"},
     {"api"},

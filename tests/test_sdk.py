@@ -1,7 +1,6 @@
 """The plug-in surface: `harness.sdk` gathers what plug-ins import, the names stay importable
 from where they were (the public API is a promise), trace and replay hooks live in a mix-in that
-a plain domain never needs, `harness.traces` is a deprecated alias of `harness.production`, and
-Docker is an extra."""
+a plain domain never needs, and Docker is an extra."""
 
 from __future__ import annotations
 
@@ -115,49 +114,42 @@ def test_the_bundled_trace_domains_use_the_mix_in() -> None:
     assert for_state(replay, {"tools": tools}).tool_names() == ["echo"]
 
 
-def test_hooks_defined_on_a_plain_environment_still_work_with_a_warning() -> None:
-    with pytest.warns(DeprecationWarning, match="mix in harness.sdk.TraceReplay"):
+def test_hooks_are_read_only_from_a_domain_that_mixes_in_trace_replay() -> None:
+    class Shop(harness.sdk.TraceReplay, harness.sdk.Environment):
+        id_patterns = {"ticket": r"T-\d+"}
 
-        class Legacy(harness.sdk.Environment):
-            id_patterns = {"ticket": r"T-\d+"}
+        @classmethod
+        def observed_state(cls, calls: list[Any]) -> dict[str, Any]:
+            return {"seen": len(calls)}
 
-            @classmethod
-            def observed_state(cls, calls: list[Any]) -> dict[str, Any]:
-                return {"seen": len(calls)}
+        @classmethod
+        def for_state(cls, state: dict[str, Any]) -> type[harness.sdk.Environment]:
+            return cls.with_tools([ToolSpec.model_validate(t) for t in state["tools"]])
 
-            @classmethod
-            def for_state(cls, state: dict[str, Any]) -> type[harness.sdk.Environment]:
-                return cls.with_tools([ToolSpec.model_validate(t) for t in state["tools"]])
+        def call_data_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+            return {"called": name, **arguments}
 
-            def call_data_tool(self, name: str, arguments: dict[str, Any]) -> Any:
-                return {"called": name, **arguments}
-
-    assert observed_state(Legacy, [("a", {}, 1)]) == {"seen": 1}
-    assert expected_state(Legacy, []) == {} and id_patterns(Legacy) == {"ticket": r"T-\d+"}
+    assert observed_state(Shop, [("a", {}, 1)]) == {"seen": 1}
+    assert expected_state(Shop, []) == {} and id_patterns(Shop) == {"ticket": r"T-\d+"}
     tools = [{"name": "echo", "description": "", "parameters": {"type": "object"}}]
-    bound = for_state(Legacy, {"tools": tools})
-    assert issubclass(bound, Legacy) and bound.tool_names() == ["echo"]
+    bound = for_state(Shop, {"tools": tools})
+    assert issubclass(bound, Shop) and bound.tool_names() == ["echo"]
     outcome = asyncio.run(bound({}).call("echo", {"x": 1}))
     assert outcome.content == '{"called": "echo", "x": 1}'
 
+    class Unmixed(harness.sdk.Environment):  # the same methods, no mix-in: not hooks
+        id_patterns = {"ticket": r"T-\d+"}
 
-def test_harness_traces_is_a_deprecated_alias_of_harness_production(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    for name in [
-        n for n in sys.modules if n == "harness.traces" or n.startswith("harness.traces.")
-    ]:
-        monkeypatch.delitem(sys.modules, name)
-    with pytest.warns(DeprecationWarning, match=r"harness\.traces is now harness\.production"):
-        from harness.traces.calls import Filters  # an old submodule import
-    from harness.production import calls, reconstruct
-    from harness.traces import reconstruct as old_reconstruct
+        @classmethod
+        def observed_state(cls, calls: list[Any]) -> dict[str, Any]:
+            return {"seen": len(calls)}
 
-    assert Filters is calls.Filters
-    assert old_reconstruct is reconstruct  # the same module: a patch of one patches the other
-    assert sys.modules["harness.traces.calls"] is calls
-    with pytest.raises(ModuleNotFoundError):
-        import harness.traces.nosuch  # noqa: F401
+        @classmethod
+        def for_state(cls, state: dict[str, Any]) -> type[harness.sdk.Environment]:
+            raise AssertionError("not a hook")
+
+    assert (observed_state(Unmixed, [("a", {}, 1)]), id_patterns(Unmixed)) == ({}, {})
+    assert not tools_of_state(Unmixed) and for_state(Unmixed, {"tools": tools}) is Unmixed
 
 
 def test_docker_is_an_extra_imported_only_when_used(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -417,10 +417,10 @@ def test_unknown_shapes_are_reported_per_trace_and_conversion_goes_on(tmp_path: 
 
 
 USER_DOMAIN = '''
-from harness.domains import Environment, tool
+from harness.domains import Environment, TraceReplay, tool
 
 
-class Shop(Environment):
+class Shop(TraceReplay, Environment):
     """The shop's own domain, seeded from what production's lookups returned."""
 
     @tool

@@ -95,10 +95,10 @@ def compare(
     pass^k at k = 1, 2, 4, 8, n, the relative judge's win rate, breakdowns per level and tag,
     cost/latency/turn deltas and the tasks that flipped. Either plays both variants, or compares
     two stored runs. --json prints one JSON summary instead (the runs and the comparison)."""
-    from harness.cli.templates import COMPARE_SHORTCUTS, compare_dag
-    from harness.pipeline.judges import project_judge
+    from harness.grading.requirements import project_judge
     from harness.pipeline.runner import RunOptions, run_pipeline, with_overrides
     from harness.pipeline.stored import compare_stored, stored_summary
+    from harness.pipeline.templates import COMPARE_SHORTCUTS, compare_dag
     from harness.project import use_project_of
     from harness.report.terminal import print_comparison
     from harness.specs.agent import ModelRef

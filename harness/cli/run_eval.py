@@ -99,7 +99,6 @@ def run_eval(
     nodes are reused; exit 1 if a gate fails. --json prints one JSON summary instead: the
     pipeline, each run's pass rate with its interval, errors by side and cost, the comparisons
     and gate decisions."""
-    from harness.cli.templates import RUN_EVAL_SHORTCUTS, flags_dag
     from harness.options import EvalOptions, RuntimeOptions, SelectionOptions, checked
     from harness.pipeline.runner import (
         RunOptions,
@@ -108,6 +107,7 @@ def run_eval(
         stored_pipeline,
         with_overrides,
     )
+    from harness.pipeline.templates import RUN_EVAL_SHORTCUTS, flags_dag
     from harness.project import use_project_of
     from harness.specs.agent import ModelRef
     from harness.specs.located import Location, SpecError

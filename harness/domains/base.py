@@ -165,9 +165,6 @@ class Environment:
             for name, member in inspect.getmembers(cls, inspect.isfunction)
             if getattr(member, "__is_tool__", False)
         }
-        from harness.domains.trace_replay import adopt_hooks
-
-        adopt_hooks(cls)
 
     @classmethod
     def tool_specs(cls, names: list[str] | None = None) -> list[ToolSpec]:

@@ -1,13 +1,12 @@
 """`TraceReplay`, the mix-in of a domain that plays tasks made from production traces, and the
 functions through which the converter and the task loader ask any domain for its hooks: they
-give the mix-in's defaults to a domain without it. A plain `Environment` subclass that defines
-the hooks itself (the API before the mix-in) keeps working, with a `DeprecationWarning`."""
+give the mix-in's defaults to a domain without it. Hooks are read only from a domain that mixes
+in `TraceReplay`: a plain `Environment` subclass's methods of the same names are not hooks."""
 
 from __future__ import annotations
 
 import functools
 import json
-import warnings
 from typing import Any, ClassVar
 
 from harness.domains.base import Environment, ToolError, _BadArguments, resolve_domain
@@ -68,51 +67,34 @@ class TraceReplay:
 
 
 _default_for_state = vars(TraceReplay)["for_state"].__func__
-HOOKS = ("id_patterns", "observed_state", "expected_state", "for_state", "call_data_tool")
 
 
-def adopt_hooks(cls: type[Environment]) -> None:
-    """For an `Environment` subclass without the mix-in that defines trace hooks itself (the API
-    before `TraceReplay`): warn, and give it the mix-in's other members (its `for_state` may
-    call `with_tools`)."""
-    if issubclass(cls, TraceReplay):
-        return
-    own = [name for name in HOOKS if name in vars(cls)]
-    if own:
-        warnings.warn(
-            f"{cls.__qualname__} defines {', '.join(own)} on a plain Environment; mix in "
-            "harness.sdk.TraceReplay (`class X(TraceReplay, Environment)`) instead",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-    if any(hasattr(cls, name) for name in HOOKS):
-        for name in (*HOOKS, "with_tools"):
-            if not hasattr(cls, name):
-                setattr(cls, name, vars(TraceReplay)[name])
+def _hooks(domain: type[Environment]) -> type[TraceReplay]:
+    """Where a domain's hooks are read: the domain if it mixes in `TraceReplay`, else the
+    mix-in's defaults."""
+    return domain if issubclass(domain, TraceReplay) else TraceReplay
 
 
 def id_patterns(domain: type[Environment]) -> dict[str, str]:
     """The kinds of ids a domain declares (`TraceReplay.id_patterns`); none by default."""
-    return dict(getattr(domain, "id_patterns", {}))
+    return dict(_hooks(domain).id_patterns)
 
 
 def observed_state(domain: type[Environment], calls: Calls) -> dict[str, Any]:
-    """`domain.observed_state(calls)`; nothing for a domain without the hook."""
-    hook = getattr(domain, "observed_state", None)
-    return {} if hook is None else dict(hook(calls) or {})
+    """`domain.observed_state(calls)`; nothing for a domain without the mix-in."""
+    return dict(_hooks(domain).observed_state(calls) or {})
 
 
 def expected_state(domain: type[Environment], calls: Calls) -> dict[str, Any]:
-    """`domain.expected_state(calls)`; nothing for a domain without the hook."""
-    hook = getattr(domain, "expected_state", None)
-    return {} if hook is None else dict(hook(calls) or {})
+    """`domain.expected_state(calls)`; nothing for a domain without the mix-in."""
+    return dict(_hooks(domain).expected_state(calls) or {})
 
 
 def tools_of_state(domain: type[Environment]) -> bool:
     """Whether a domain's tools may depend on a task's start state (it overrides `for_state`);
     otherwise they are its methods, whatever the state."""
-    hook = getattr(domain, "for_state", None)
-    return hook is not None and getattr(hook, "__func__", None) is not _default_for_state
+    hook = _hooks(domain).for_state
+    return getattr(hook, "__func__", None) is not _default_for_state
 
 
 def for_state(domain: type[Environment], state: dict[str, Any]) -> type[Environment]:

@@ -17,7 +17,7 @@ strongest boundary this machine has, each check in a cgroup of its own where one
   and without OS isolation, checker code is refused (`NoSandbox`): the audit hook is an extra
   layer, never the sandbox.
 
-`HARNESS_SANDBOX=docker|bwrap|none` chooses one (`subprocess` is an old spelling of `none`).
+`HARNESS_SANDBOX=docker|bwrap|none` chooses one (`none`: the `subprocess` backend).
 
 Checks at once are bounded machine-wide (`Slots`), whatever their backend: a check waits for a
 slot before its sandbox starts (the wait is not part of its wall timeout; it never fails for
@@ -98,8 +98,8 @@ __all__ = [
 
 BACKENDS = ("docker", "bwrap", "subprocess")  # strongest first
 UNSANDBOXED = "subprocess"  # the backend that is no boundary
-# HARNESS_SANDBOX's values, and the backend each chooses (`subprocess`: the old name of `none`)
-SANDBOX_ENV = {"docker": "docker", "bwrap": "bwrap", "none": UNSANDBOXED, UNSANDBOXED: UNSANDBOXED}
+# HARNESS_SANDBOX's values, and the backend each chooses
+SANDBOX_ENV = {"docker": "docker", "bwrap": "bwrap", "none": UNSANDBOXED}
 DEFAULT_LIMITS = SandboxLimits()
 INSTALL_BWRAP = "install bubblewrap (apt-get install bubblewrap / dnf install bubblewrap)"
 ISOLATION_FIX = f"{INSTALL_BWRAP}, or pass --unsafe-checkers to run checker code without isolation"

@@ -20,7 +20,7 @@ from harness.pipeline.nodes import NodeContext
 from harness.specs.dag import Dag
 from harness.specs.kinds import read_mapping
 from harness.specs.load import Loaded
-from harness.specs.located import Location, PathKey, SpecError
+from harness.specs.located import Location, PathKey, Problem, SpecError
 from harness.specs.overrides import Override, apply_overrides
 from harness.specs.validation import validate
 from harness.store import Store, new_id
@@ -203,8 +203,7 @@ def run_pipeline(
     included) is stored with the execution. Nothing is written before the pipeline has passed
     its checks."""
     from harness.engine.progress import Board  # rich: only for a run, not a check
-    from harness.pipeline.isolation import require_isolation
-    from harness.pipeline.judges import project_judge, require_judges, with_default_judge
+    from harness.grading.requirements import project_judge
     from harness.tracing import NO_TRACER, open_run_tracer
 
     judge = options.judge_model if options.judge_model is not None else project_judge()
@@ -285,3 +284,91 @@ def _record(store: Store, pipeline_id: str, execution: Execution) -> None:
     }
     status = "done" if execution.finished and not execution.failed else "failed"
     store.finish_pipeline(pipeline_id, status, nodes)
+
+
+# No implicit judge, for pipelines: a grade node's default judge, and a pipeline whose tasks need a
+# judge and have none stops before it plays (`harness.grading.requirements`).
+
+
+def with_default_judge(data: dict[str, Any], judge: ModelRef | None) -> dict[str, Any]:
+    """The pipeline's data with `judge` given to every grade node that names no judge, so that
+    the stored configuration (and a resumed execution) says which judge graded."""
+    if judge is None:
+        return data
+    nodes = data.get("nodes")
+    if not isinstance(nodes, dict):
+        return data
+    value = judge.model_dump(mode="json", exclude_none=True)
+    updated = dict(nodes)
+    for node_id, node in nodes.items():
+        if not isinstance(node, dict) or node.get("uses") != "grade":
+            continue
+        params = node.get("with") or {}
+        if isinstance(params, dict) and params.get("judge_model") is None:
+            updated[node_id] = {**node, "with": {**params, "judge_model": value}}
+    return {**data, "nodes": updated}
+
+
+def require_judges(pipeline: Plan, hint: str | None = None) -> None:
+    """Raise a SpecError, one line per task set, when a grade node has no judge while tasks it
+    grades have `llm_judge` checks that name no model (`hint`: how to give one; by default
+    `harness.grading.requirements.JUDGE_HINT`)."""
+    from harness.grading.requirements import JUDGE_HINT, missing_judge
+    from harness.pipeline.nodes.load_tasks import planned_tasks
+
+    hint = JUDGE_HINT if hint is None else hint
+    problems = []
+    for node in pipeline.nodes.values():
+        if node.kind.name != "grade" or getattr(node.params, "judge_model", None) is not None:
+            continue
+        for source in task_sources(pipeline, node.id):
+            message = missing_judge(planned_tasks(source).cases)
+            if message is not None:
+                where = Location(", ".join(source.params.paths))
+                problems.append(Problem(where, "", f"{message}: {hint}"))
+    if problems:
+        raise SpecError(list(dict.fromkeys(problems)))
+
+
+def task_sources(pipeline: Plan, node_id: str) -> list[Any]:
+    """The load_tasks nodes upstream of a node."""
+    found, seen, todo = [], set(), [node_id]
+    while todo:
+        node = pipeline.nodes[todo.pop()]
+        if node.id in seen:
+            continue
+        seen.add(node.id)
+        if node.kind.name == "load_tasks":
+            found.append(node)
+        todo += [need for need in node.needs if need in pipeline.nodes]
+    return found
+
+
+# No sandbox, no checker code. A python check's code runs only under OS isolation (bubblewrap, or
+# Docker where an engine answers). Where there is neither, a run whose graded tasks have python
+# checks stops before it plays or writes anything, unless the user allowed checker code to run
+# without isolation (`--unsafe-checkers`, a grade node's `sandbox: none`, `HARNESS_SANDBOX=none`):
+# every check would otherwise end as an error, or run code that can reach the harness's secrets.
+
+
+def require_isolation(pipeline: Plan, unsafe: bool = False) -> None:
+    """Raise a SpecError, one line, when grade nodes would run checker code of their tasks
+    where they may not: without OS isolation and without permission (`unsafe`, the node's
+    `sandbox: none`), or without the backend `HARNESS_SANDBOX` forces."""
+    from harness.grading.requirements import missing_isolation
+    from harness.grading.sandbox import isolation_problem
+    from harness.pipeline.nodes.load_tasks import planned_tasks
+
+    sources: dict[bool, dict[str, PlannedNode]] = {False: {}, True: {}}  # by permission
+    for node in pipeline.nodes.values():
+        if node.kind.name == "grade":
+            allowed = unsafe or getattr(node.params, "sandbox", "auto") == "none"
+            sources[allowed].update({s.id: s for s in task_sources(pipeline, node.id)})
+    for allowed, found in sources.items():
+        if not found or isolation_problem(allowed) is None:
+            continue  # nothing to load: checker code may run here
+        cases = [case for source in found.values() for case in planned_tasks(source).cases]
+        message = missing_isolation(cases, allowed)
+        if message is not None:
+            paths = dict.fromkeys(path for source in found.values() for path in source.params.paths)
+            raise SpecError.at(Location(", ".join(paths)), "", message)

@@ -19,8 +19,7 @@ from harness.engine.grade import grade_run
 from harness.engine.progress import Board
 from harness.gate import GateResult, load_gate_config
 from harness.gate.suites import choose_runs
-from harness.pipeline.isolation import missing_isolation
-from harness.pipeline.judges import JUDGE_HINT, missing_judge, project_judge
+from harness.grading.requirements import JUDGE_HINT, missing_isolation, missing_judge, project_judge
 from harness.pipeline.runner import RunOptions, model_runtime
 from harness.pipeline.types import Run, levels_of
 from harness.report.contents import ReportContents, ReportedRun

@@ -10,18 +10,15 @@ from harness.specs.persona import Persona
 from harness.specs.script import Rule, Script
 from harness.specs.task import Task
 
-# Check kinds' models live in their own modules (harness.grading.checks); these names stay
-# importable from here as before, resolved through the check-kind registry on first use.
-_KIND_MODELS = {"StateCheck": "state", "TextCheck": "text", "ToolCalledCheck": "tool_called"}
+# Check kinds' models live in their own modules (harness.grading.checks); `Check`, their union,
+# is built from the check-kind registry on first use.
 
 
 def __getattr__(name: str) -> object:
-    from harness.specs.checks import CHECK_KINDS, check_union
+    from harness.specs.checks import check_union
 
     if name == "Check":
         return check_union()
-    if name in _KIND_MODELS:
-        return CHECK_KINDS.get(_KIND_MODELS[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
