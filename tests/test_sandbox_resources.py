@@ -20,17 +20,16 @@ from typing import Any
 
 import pytest
 
-from harness.grading import sandbox, sandbox_cgroup, sandbox_docker
+from harness.grading import sandbox, sandbox_cgroup, sandbox_docker, sandbox_slots
 from harness.grading.sandbox import (
-    SLOTS,
     SandboxLimits,
     docker_available,
     docker_container_config,
-    machine_budget,
     run_checker,
 )
 from harness.grading.sandbox_local import bwrap_available
 from harness.grading.sandbox_result import PROCESS_CAP, WORKDIR_MB
+from harness.grading.sandbox_slots import SLOTS, machine_budget
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = "def check(t):\n    return sum(len(m) for m in t)"
@@ -45,9 +44,9 @@ def local_backend() -> str:
 @pytest.fixture
 def budget(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """A small machine budget of its own (three checks' memory), in a private slot folder."""
-    monkeypatch.setenv(sandbox.MEMORY_ENV, str(3 * NEED + NEED // 2))
-    monkeypatch.setenv(sandbox.CHECKS_ENV, "10")  # the memory is what binds
-    monkeypatch.setenv(sandbox.SLOTS_DIR_ENV, str(tmp_path / "slots"))
+    monkeypatch.setenv(sandbox_slots.MEMORY_ENV, str(3 * NEED + NEED // 2))
+    monkeypatch.setenv(sandbox_slots.CHECKS_ENV, "10")  # the memory is what binds
+    monkeypatch.setenv(sandbox_slots.SLOTS_DIR_ENV, str(tmp_path / "slots"))
     machine_budget.cache_clear()
     yield machine_budget()
     assert SLOTS.held() == (0, 0)
@@ -65,7 +64,7 @@ def most_at_once(marks: list[str]) -> int:
 
 
 def test_checks_at_once_never_hold_more_memory_than_the_budget(
-    budget: sandbox.Budget, monkeypatch: pytest.MonkeyPatch
+    budget: sandbox_slots.Budget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """12 checks started together: at most 3 sandboxes run at once (3 x 160 MB of 560), the
     slot folder never holds more, and every check passes (they wait, they do not fail)."""
@@ -99,13 +98,13 @@ def test_checks_at_once_never_hold_more_memory_than_the_budget(
     assert [p.name for p in Path(budget.directory).iterdir()] == ["lock"]  # all slots freed
 
 
-def test_a_check_larger_than_the_budget_runs_alone(budget: sandbox.Budget) -> None:
+def test_a_check_larger_than_the_budget_runs_alone(budget: sandbox_slots.Budget) -> None:
     limits = SandboxLimits(wall_s=10, memory_mb=1024)
     result = asyncio.run(run_checker(CODE, "check", [["x"]], limits, backend=local_backend()))
     assert (result.ok, result.value) == (True, 1)
 
 
-def test_a_cancelled_wait_gives_nothing_away(budget: sandbox.Budget) -> None:
+def test_a_cancelled_wait_gives_nothing_away(budget: sandbox_slots.Budget) -> None:
     """Checks cancelled while they wait for a slot (a timeout above them) hold none after."""
 
     async def main() -> None:
@@ -129,7 +128,7 @@ def test_a_cancelled_wait_gives_nothing_away(budget: sandbox.Budget) -> None:
 
 
 def test_without_a_usable_slot_folder_the_bound_holds_per_process(
-    budget: sandbox.Budget, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    budget: sandbox_slots.Budget, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A slot folder that is not this user's (anyone may make one in /tmp first, and fill it)
     is not used: the bound then holds within the process, and checks still run."""
@@ -138,7 +137,7 @@ def test_without_a_usable_slot_folder_the_bound_holds_per_process(
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     os.chown(foreign, 12345, 12345)
-    monkeypatch.setenv(sandbox.SLOTS_DIR_ENV, str(foreign))
+    monkeypatch.setenv(sandbox_slots.SLOTS_DIR_ENV, str(foreign))
     machine_budget.cache_clear()
 
     async def main() -> tuple[list[str], bool]:
@@ -157,7 +156,7 @@ def test_without_a_usable_slot_folder_the_bound_holds_per_process(
         SLOTS.release(name)
 
 
-def test_a_forked_child_holds_none_of_its_parents_slots(budget: sandbox.Budget) -> None:
+def test_a_forked_child_holds_none_of_its_parents_slots(budget: sandbox_slots.Budget) -> None:
     async def take() -> str:
         return await SLOTS.acquire(NEED)
 
@@ -175,7 +174,7 @@ def test_a_forked_child_holds_none_of_its_parents_slots(budget: sandbox.Budget) 
 
 HOLDER = """
 import asyncio, os, sys
-from harness.grading import sandbox
+from harness.grading import sandbox, sandbox_slots
 {setup}
 async def main():
     {body}
@@ -214,9 +213,9 @@ def harness_process(body: str, env: dict[str, str], *args: str) -> subprocess.Po
 
 def budget_env(folder: Path, memory_mb: int, checks: int) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env[sandbox.MEMORY_ENV] = str(memory_mb)
-    env[sandbox.CHECKS_ENV] = str(checks)
-    env[sandbox.SLOTS_DIR_ENV] = str(folder)
+    env[sandbox_slots.MEMORY_ENV] = str(memory_mb)
+    env[sandbox_slots.CHECKS_ENV] = str(checks)
+    env[sandbox_slots.SLOTS_DIR_ENV] = str(folder)
     return env
 
 
@@ -236,13 +235,13 @@ def test_the_bound_holds_across_harness_processes(tmp_path: Path) -> None:
 
 
 def test_a_dead_process_holds_no_slot(
-    budget: sandbox.Budget, monkeypatch: pytest.MonkeyPatch
+    budget: sandbox_slots.Budget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A harness killed (kill -9) while it holds the only slot: the next check still runs."""
     env = budget_env(Path(budget.directory), budget.memory_mb, 1)
     holder = harness_process(
         """
-        name = await sandbox.SLOTS.acquire(100)
+        name = await sandbox_slots.SLOTS.acquire(100)
         print(name, flush=True)
         await asyncio.sleep(600)
         """,
@@ -253,7 +252,7 @@ def test_a_dead_process_holds_no_slot(
     assert (Path(budget.directory) / name).exists()
     holder.send_signal(signal.SIGKILL)
     holder.wait()
-    monkeypatch.setenv(sandbox.CHECKS_ENV, "1")
+    monkeypatch.setenv(sandbox_slots.CHECKS_ENV, "1")
     machine_budget.cache_clear()
     result = asyncio.run(run_checker(CODE, "check", [["x"]], SMALL, backend=local_backend()))
     assert (result.ok, result.value) == (True, 1)
@@ -264,7 +263,7 @@ def test_a_dead_process_holds_no_slot(
 
 FD_RUN = """
 import asyncio, errno, os, resource, sys
-from harness.grading import sandbox
+from harness.grading import sandbox, sandbox_slots
 resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
 async def other_task():
@@ -284,7 +283,7 @@ async def main():
               for n in range(150)]
     *results, opened = await asyncio.gather(*checks, other_task(), return_exceptions=True)
     bad = [r for r in results if not (getattr(r, "ok", False))]
-    print(sandbox.machine_budget().checks, len(bad), opened, repr(bad[:3]))
+    print(sandbox_slots.machine_budget().checks, len(bad), opened, repr(bad[:3]))
     assert [r.value for r in results] == [n * 2 for n in range(150)], bad[:3]
     assert opened == 60, opened
 
@@ -296,9 +295,13 @@ def test_150_checks_under_256_open_files_all_complete(tmp_path: Path) -> None:
     """With RLIMIT_NOFILE at 256, 150 checks started at once and another task opening 60
     files: every check returns its value, nothing fails with EMFILE (the slots this process
     may hold come from its open-file limit)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), sandbox.SLOTS_DIR_ENV: str(tmp_path / "slots")}
-    env.pop(sandbox.CHECKS_ENV, None)
-    env.pop(sandbox.MEMORY_ENV, None)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        sandbox_slots.SLOTS_DIR_ENV: str(tmp_path / "slots"),
+    }
+    env.pop(sandbox_slots.CHECKS_ENV, None)
+    env.pop(sandbox_slots.MEMORY_ENV, None)
     done = subprocess.run(
         [sys.executable, "-c", FD_RUN, local_backend()],
         cwd=ROOT,
@@ -310,12 +313,12 @@ def test_150_checks_under_256_open_files_all_complete(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     slots, bad, opened, _ = done.stdout.split(" ", 3)
     assert (bad, opened) == ("0", "60")
-    assert 1 <= int(slots) <= 256 // 2 // sandbox.FDS_PER_CHECK
+    assert 1 <= int(slots) <= 256 // 2 // sandbox_slots.FDS_PER_CHECK
     assert "Too many open files" not in done.stdout + done.stderr
 
 
 def test_the_budget_comes_from_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (sandbox.MEMORY_ENV, sandbox.CHECKS_ENV, sandbox.SLOTS_DIR_ENV):
+    for name in (sandbox_slots.MEMORY_ENV, sandbox_slots.CHECKS_ENV, sandbox_slots.SLOTS_DIR_ENV):
         monkeypatch.delenv(name, raising=False)
     machine_budget.cache_clear()
     try:
@@ -325,8 +328,8 @@ def test_the_budget_comes_from_the_machine(monkeypatch: pytest.MonkeyPatch) -> N
     meminfo = Path("/proc/meminfo").read_text().split()
     available = int(meminfo[meminfo.index("MemAvailable:") + 1]) // 1024
     assert 0 < found.memory_mb <= available
-    assert 1 <= found.checks <= (os.cpu_count() or 1) * sandbox.CHECKS_PER_CPU
-    monkeypatch.setenv(sandbox.CHECKS_ENV, "many")
+    assert 1 <= found.checks <= (os.cpu_count() or 1) * sandbox_slots.CHECKS_PER_CPU
+    monkeypatch.setenv(sandbox_slots.CHECKS_ENV, "many")
     with pytest.raises(ValueError, match="HARNESS_SANDBOX_CHECKS"):
         machine_budget()
     # bad input when a command starts, and a check's error (not an exception) after
@@ -383,7 +386,7 @@ def test_the_cgroups_of_a_killed_harness_are_removed_at_the_next_start(
         pytest.skip("no writable cgroup tree here: the sandbox falls back to rlimits")
     if backend == "bwrap" and not bwrap_available():
         pytest.skip("bubblewrap is not installed here, or may not create namespaces")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), sandbox.SLOTS_DIR_ENV: str(tmp_path)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), sandbox_slots.SLOTS_DIR_ENV: str(tmp_path)}
     owner = subprocess.Popen([sys.executable, "-c", SLEEPER, backend], cwd=ROOT, env=env)
     inside: set[int] = set()
     try:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -215,6 +215,10 @@ class Unreadable:
 
     def __str__(self) -> str:
         return f"{self.where}: {self.why}"
+
+    def masked(self, redact: Callable[[str], str]) -> Unreadable:
+        """The same problem with `redact` applied to what it says (it quotes production)."""
+        return replace(self, where=redact(self.where), why=redact(self.why))
 
 
 def skipped(problems: list[Unreadable]) -> int:

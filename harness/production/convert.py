@@ -39,7 +39,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -381,7 +381,7 @@ def write_tasks(
 
 def redacted(problems: list[Unreadable]) -> list[Unreadable]:
     """The problems with secrets masked in what they say (they quote production's text)."""
-    return [replace(p, where=redact(p.where), why=redact(p.why)) for p in problems]
+    return [problem.masked(redact) for problem in problems]
 
 
 def comment(text: str) -> str:

@@ -44,8 +44,10 @@ from harness.production.failures import (
     Failure,
     names,
     not_found,
+    token,
     told_not_found,
     typed_by_user,
+    value_pattern,
 )
 from harness.production.reconstruct import Conversation, Observation, Raised
 
@@ -246,15 +248,11 @@ ASSERTING = (
 )
 
 
-def _value_pattern(value: Any) -> str:
-    return r"[\s_-]+".join(re.escape(p) for p in re.split(r"[\s_-]+", str(value)) if p)
-
-
 def _asserted(note: str, value: Any, argument: str) -> bool:
     """Whether a note states a value as what an argument should be: after a verb that assigns
     it ("should be high", "filed as water_damage", "is water damage") or before the argument's
     name ("high priority"); a value that is a common word ("other") merely used is not."""
-    pattern = _value_pattern(value)
+    pattern = value_pattern(value)
     if not pattern:
         return False
     named = rf"{ASSERTING}{pattern}(?!\w)|(?<!\w){pattern}[\s_-]+{re.escape(argument)}\b"
@@ -263,7 +261,7 @@ def _asserted(note: str, value: Any, argument: str) -> bool:
 
 def _negated(note: str, value: Any) -> bool:
     """Whether a note names a value only as what it is not ("not flood", "isn't flood")."""
-    pattern = _value_pattern(value)
+    pattern = value_pattern(value)
     negated = rf"\b(?:not|never|isn['\u2019]?t|wasn['\u2019]?t|no)\s+(?:\w+\s+){{0,2}}{pattern}\b"
     named = len(re.findall(rf"(?<!\w){pattern}(?!\w)", note, re.IGNORECASE))
     return named > 0 and len(re.findall(negated, note, re.IGNORECASE)) >= named
@@ -416,7 +414,7 @@ def _leaves(value: Any, path: str = "") -> list[tuple[str, str]]:
 
 
 def _word_in(value: str, text: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text, re.IGNORECASE) is not None
+    return re.search(token(value), text, re.IGNORECASE) is not None
 
 
 def generated_values(conversation: Conversation, known: str = "") -> dict[str, tuple[str, str]]:
@@ -500,7 +498,7 @@ def without_generated(checks: list[Check], made: dict[str, tuple[str, str]]) -> 
     a text check stating one is dropped, and a judge criterion quoting production names the
     value's field instead (`<claim_number>`), so that no check holds one."""
     masks = [
-        (re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])"), f"<{path or 'generated'}>")
+        (re.compile(token(value)), f"<{path or 'generated'}>")
         for value, (_, path) in sorted(made.items(), key=lambda item: -len(item[0]))
     ]
     kept: list[Check] = []

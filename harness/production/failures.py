@@ -219,10 +219,22 @@ def sentiment(note: str) -> int:
     return len(PRAISE.findall(note)) - len(COMPLAINT.findall(note))
 
 
+def token(value: str) -> str:
+    """A regular expression for `value` as a whole token: not inside a longer word or id
+    (`CLM-1` is not in `CLM-12`)."""
+    return rf"(?<![\w-]){re.escape(value)}(?![\w-])"
+
+
+def value_pattern(value: Any) -> str:
+    """A regular expression for an argument's value however its words are joined: `water_damage`
+    also as "water damage" and "water-damage" (empty for a value without words)."""
+    return r"[\s_-]+".join(re.escape(p) for p in re.split(r"[\s_-]+", str(value)) if p)
+
+
 def told_not_found(value: str) -> str:
     """A regular expression for a reply that names `value` and says it was not found, or asks
     the user to check it (whichever comes first, within one reply)."""
-    named = rf"(?<![\w-]){re.escape(value)}(?![\w-])"
+    named = token(value)
     return rf"(?is){named}.*\b{TOLD_NOT_FOUND}|\b{TOLD_NOT_FOUND}.*{named}"
 
 
@@ -241,7 +253,7 @@ def typed_by_user(error: Raised, conversation: Conversation) -> list[str]:
         for value in error.arguments.values()
         if isinstance(value, str)
         and len(value) >= 3
-        and re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", said, re.IGNORECASE)
+        and re.search(token(value), said, re.IGNORECASE)
     ]
 
 
@@ -386,10 +398,9 @@ def names(text: str, value: Any) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _named(value: str) -> re.Pattern[str] | None:
-    parts = [p for p in re.split(r"[\s_-]+", value) if p]
-    if not parts:
+    pattern = value_pattern(value)
+    if not pattern:
         return None
-    pattern = r"[\s_-]+".join(re.escape(p) for p in parts)
     return re.compile(rf"(?<!\w){pattern}(?!\w)", re.IGNORECASE)
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +127,7 @@ def mine_personas(
     found = profiles(measured, seed=seed)
     by_key = {b.key: b for b in measured}
     masked = redactor(pii=True)
-    problems[:] = [replace(p, where=masked(p.where), why=masked(p.why)) for p in problems]
+    problems[:] = [problem.masked(masked) for problem in problems]
     if not found:
         return []
     out.mkdir(parents=True, exist_ok=True)
