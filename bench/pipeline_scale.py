@@ -56,6 +56,7 @@ def run_mode(folder: Path, episodes: int, traced: bool) -> dict[str, float]:
     os.chdir(folder)
     from harness.pipeline.runner import RunOptions, run_pipeline, with_overrides
     from harness.pipeline.templates import RUN_EVAL_SHORTCUTS, flags_dag
+    from harness.specs.agent import ModelRef
     from harness.store import Store
 
     tasks = len(TEMPLATES) * TASKS_PER_TEMPLATE
@@ -65,7 +66,7 @@ def run_mode(folder: Path, episodes: int, traced: bool) -> dict[str, float]:
         None,
         trials=episodes // tasks,
         concurrency=32,
-        judge_model={"id": "local/none"},
+        judge_model=ModelRef(id="local/none"),
     )
     data["nodes"].pop("wandb")
     data = with_overrides(

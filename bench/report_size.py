@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.browser import chromium, missing  # noqa: E402
 from tests.conftest import JUDGE, SCRIPTED  # noqa: E402
+from tests.helpers.browser import chromium, missing  # noqa: E402
 
 
 def harness(*args: str) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,7 @@ import sys
 import time
 
 from harness.grading.sandbox import SandboxLimits, run_checker
-from harness.grading.sandbox_local import bwrap_available
+from harness.grading.sandbox.local import bwrap_available
 
 CODE = "def check(t):\n    return any('refund' in m['content'] for m in t['messages'])"
 TRANSCRIPT = {"messages": [{"role": "user", "content": f"message {n} refund"} for n in range(200)]}

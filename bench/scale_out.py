@@ -68,6 +68,7 @@ def run(folder: Path, url: str, trials: int, executor: str, workers: int | None,
     """One pipeline into a fresh store: (episodes, simulate seconds, pipeline seconds)."""
     from harness.pipeline.runner import RunOptions, run_pipeline, with_overrides
     from harness.pipeline.templates import RUN_EVAL_SHORTCUTS, flags_dag
+    from harness.specs.agent import ModelRef
 
     selection = {"limit": limit} if limit else None
     data = flags_dag(
@@ -76,7 +77,7 @@ def run(folder: Path, url: str, trials: int, executor: str, workers: int | None,
         None,
         trials=trials,
         concurrency=CONCURRENCY,
-        judge_model={"id": "scripted", "script": str(ROOT / "agents/scripts/judge.yaml")},
+        judge_model=ModelRef(id="scripted", script=str(ROOT / "agents/scripts/judge.yaml")),
         selection=selection,
     )
     data["nodes"].pop("wandb")

@@ -121,8 +121,8 @@ def make_export(path: Path, calls: int) -> int:
 def convert(export: Path, out: Path) -> None:
     """The measured part (run in a child process so that its peak memory is its own)."""
     from harness.production.calls import Filters, read_jsonl
+    from harness.production.clusters import cluster
     from harness.production.convert import TaskOptions, write_tasks
-    from harness.production.failures import cluster
     from harness.production.reconstruct import conversations
 
     started, cpu = time.perf_counter(), time.process_time()

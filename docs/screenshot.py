@@ -1,6 +1,6 @@
-"""Make docs/report.png, the README's picture of `harness report`: production against the
-careful candidate on the bundled support suite (scripted model, offline), the report opened in
-headless Chromium with the first flipped task's transcripts side by side.
+"""Make docs/report.png, the picture of `harness report` on docs/guide/results.md: production
+against the careful candidate on the bundled support suite (scripted model, offline), the report
+opened in headless Chromium with the first flipped task's transcripts side by side.
 
 Run: python docs/screenshot.py   (needs Debian's chromium and the dev extra's playwright)
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.browser import chromium, missing  # noqa: E402
 from tests.conftest import JUDGE, SCRIPTED  # noqa: E402
+from tests.helpers.browser import chromium, missing  # noqa: E402
 
 OUT = ROOT / "docs" / "report.png"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar, get_args
 
 from pydantic import (
     BaseModel,
@@ -27,7 +27,8 @@ from pydantic import (
 )
 
 from harness import defaults
-from harness.specs.located import Location, Problem, SpecError
+from harness.specs.agent import ModelRef, missing_scripts
+from harness.specs.located import Location, Problem, SpecError, format_path
 
 
 def _integral(value: Any) -> Any:
@@ -206,6 +207,35 @@ def overrides_of(where: str, overrides: Any, set_: Any) -> list[str]:
             Location(where), "overrides", "give overrides= or its older name set=, not both"
         )
     return override_list(where, "set" if set_ else "overrides", overrides or set_)
+
+
+ModelOption: TypeAlias = ModelRef | dict[str, Any] | str
+"""A model given to an entry point: a `ModelRef`, a mapping like `{"id": "openai/gpt-4.1-mini"}`,
+or a model id."""
+
+
+def model_ref(value: Any, where: Location, name: str) -> ModelRef:
+    """`value` as a `ModelRef`, the one form a model has past an entry point. A scripted model
+    whose rules file does not exist is refused here, before anything runs: else every call it
+    would answer ends as an error of the run. `BadOptions` names `where`, the argument `name`
+    and the file; `BadArgument` a value of the wrong kind."""
+    if isinstance(value, ModelRef):
+        model = value
+    elif isinstance(value, str | dict):
+        try:
+            model = ModelRef.model_validate({"id": value} if isinstance(value, str) else value)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            path = format_path(tuple(part for part in (name, *error["loc"]) if part != ""))
+            raise BadOptions.at(where, path, error["msg"]) from None
+    else:
+        expected = "a ModelRef, a model id or a mapping with 'id:'"
+        raise refused(where.source, name, expected, value)
+    if missing := missing_scripts(model):
+        keys, message = missing[0]
+        path = format_path(tuple(part for part in (name, *keys) if part != ""))
+        raise BadOptions.at(where, path, message)
+    return model
 
 
 _FLAGS = {"timeout_s": "--timeout"}

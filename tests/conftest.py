@@ -27,7 +27,7 @@ os.environ.update(
     WANDB_DISABLE_WEAVE="true",
     WANDB_ERROR_REPORTING="false",
     WANDB_SILENT="true",
-    # litellm (under tau2-bench, tests/test_tau2.py) fetches its price list from GitHub when
+    # litellm (under tau2-bench, tests/integrations/test_tau2.py) fetches its price list from GitHub when
     # imported unless told to use the copy it ships
     LITELLM_LOCAL_MODEL_COST_MAP="True",
 )
@@ -235,13 +235,13 @@ def install_package(
 
 def reworded_app(app: str, argument: str, prefix: str) -> str:
     """The source of an agent module whose `respond` and `respond_fixed` are the test app
-    `tests/<app>.py`'s, calling their tools with the free text `argument` worded another way
+    `tests/apps/<app>.py`'s, calling their tools with the free text `argument` worded another way
     (`prefix` + the text in lower case), as another model would word it: calls production
     never made, which a replay must still answer."""
     return f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
-from tests import {app}
+from tests.apps import {app}
 
 
 class Reworded:

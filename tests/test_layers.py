@@ -36,10 +36,14 @@ LAYERS: list[set[str]] = [
     {"sim", "grading", "production", "sdk"},
     {"store"},
     {"engine", "compare", "gate", "report", "fidelity"},
+    {"pipeline", "scaffold", "view"},
     {"api"},
-    {"pipeline", "climb", "scaffold", "view"},
+    {"climb"},
     {"cli", "__main__"},
 ]
+# The service code a command reaches only through `harness.api`: one way in, so a command and
+# a library call never disagree (the CLI parses, calls one API function, prints).
+SERVICES = {"pipeline", "engine"}
 LAYER_OF = {unit: index for index, units in enumerate(LAYERS) for unit in units}
 PACKAGE = ROOT / "harness"
 
@@ -97,6 +101,22 @@ def test_no_import_goes_up_a_layer() -> None:
 def test_no_import_cycle_between_packages() -> None:
     graph = nx.DiGraph((source, target) for source, target, _ in edges())
     assert list(nx.simple_cycles(graph)) == []
+
+
+def cli_service_imports() -> list[str]:
+    """Where a CLI module imports service code past the API."""
+    return [where for source, target, where in edges() if source == "cli" and target in SERVICES]
+
+
+def test_no_cli_module_imports_the_pipeline_or_engine() -> None:
+    assert cli_service_imports() == []
+
+
+def test_the_check_finds_a_command_importing_service_code(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    from harness.pipeline.runner import run_pipeline\n")
+    [(line, name)] = harness_imports(probe)
+    assert line == 2 and unit_of(name) in SERVICES
 
 
 def test_the_check_finds_an_upward_import(tmp_path: Path) -> None:
@@ -197,3 +217,98 @@ def test_the_check_finds_a_named_kind(tmp_path: Path) -> None:
         (3, "python"),
         (3, "text"),
     ]
+
+
+# ---------------------------------------------------------------- module size and module cycles
+
+MAX_LINES = 450  # a module longer than this holds more than one job: split it
+
+
+def long_modules(package: Path) -> list[str]:
+    """The modules of a package over `MAX_LINES` lines, with their length."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        lines = len(path.read_text().splitlines())
+        if lines > MAX_LINES:
+            found.append(f"{path.relative_to(package.parent)}: {lines} lines")
+    return found
+
+
+def test_no_module_is_over_450_lines() -> None:
+    assert long_modules(PACKAGE) == [], f"split modules over {MAX_LINES} lines by their jobs"
+
+
+def test_the_check_finds_a_long_module(tmp_path: Path) -> None:
+    package = tmp_path / "harness"
+    package.mkdir()
+    (package / "short.py").write_text("x = 1\n" * MAX_LINES)
+    (package / "long.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    assert long_modules(package) == [f"harness/long.py: {MAX_LINES + 1} lines"]
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every name a file imports, at any depth (function-local imports count), except under
+    `if TYPE_CHECKING:`: `import a.b` gives `a.b`; `from a import b` gives `a` and `a.b` (`b`
+    may be a module)."""
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for statement in node.body
+        for inner in ast.walk(statement)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def module_graph(package: Path) -> nx.DiGraph:
+    """Which module of a package imports which (a package stands for its `__init__.py`, so a
+    submodule importing its own package is an edge to it)."""
+    modules = {}
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for name, path in modules.items():
+        graph.add_edges_from(
+            (name, m) for m in imported_modules(path) if m in modules and m != name
+        )
+    return graph
+
+
+def module_cycles(package: Path) -> list[list[str]]:
+    """The groups of modules that import each other, directly or round a longer cycle."""
+    groups = nx.strongly_connected_components(module_graph(package))
+    return sorted(sorted(group) for group in groups if len(group) > 1)
+
+
+def test_no_import_cycle_between_modules() -> None:
+    assert module_cycles(PACKAGE) == [], "a factory belongs in the package, not the base module"
+
+
+def test_the_check_finds_an_import_cycle_between_modules(tmp_path: Path) -> None:
+    package = tmp_path / "harness" / "p"
+    package.mkdir(parents=True)
+    (package.parent / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("from harness.p.base import Base\n")
+    (package / "base.py").write_text(
+        "class Base:\n    def make(self):\n        from harness.p import sub\n"
+    )
+    (package / "sub.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from harness.p.base import Base\n"
+    )
+    (package / "loop.py").write_text("import harness.p.other\n")
+    (package / "other.py").write_text("from harness.p.loop import x\n")
+    assert module_cycles(package.parent) == [
+        ["harness.p", "harness.p.base"],  # a module importing its own package counts
+        ["harness.p.loop", "harness.p.other"],
+    ]  # `sub` imports `base` only for type checking: no cycle

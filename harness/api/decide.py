@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness import defaults
-from harness.api.evaluate import JudgeModel, judge_ref, open_runtime, run_sync
+from harness.api.evaluate import JudgeModel, open_runtime, run_sync
 from harness.api.results import RunResult
 from harness.compare import ComparisonResult, compare_runs
+from harness.grading.requirements import resolve_judge
+from harness.models import ModelRuntime
 from harness.options import CompareOptions, checked, refused
+from harness.specs.located import Location
 from harness.store import Store
 from harness.store.tasks import PlayedTask, played_tasks
 from harness.store_location import StoreTarget
@@ -50,30 +53,32 @@ def compare(
     store: StoreTarget | None = None,
     judge_model: JudgeModel | None = None,
     max_error_rate: float = defaults.MAX_ERROR_RATE,
+    runtime: ModelRuntime | None = None,
 ) -> ComparisonResult:
     """A/B: B against A on the tasks both played (paired, clustered by task); with a judge
     model (a `ModelRef`, a mapping or a model id; a scripted judge's rules file must exist),
     the relative judge too (each pair both ways). Runs are `RunResult`s or run ids;
-    `max_error_rate` is 0 to 1 (`CompareOptions`). A bad argument is `BadOptions` naming it."""
+    `max_error_rate` is 0 to 1 (`CompareOptions`); `runtime` a model runtime to share
+    (`open_runtime`; default: one of its own when a judge is given). A bad argument is
+    `BadOptions` naming it."""
     checked(CompareOptions, "compare", max_error_rate=max_error_rate)
     a, b = run_id_of(run_a, "compare", "run_a"), run_id_of(run_b, "compare", "run_b")
-    judge = judge_ref(judge_model, "compare", project=False)
+    judge = resolve_judge(judge_model, Location("compare"), project=False)
     target = _store(store, run_a, run_b)
 
     async def compared() -> ComparisonResult:  # on the thread that runs it: SQLite's rule
-        opened, runtime = Store(target), open_runtime() if judge is not None else None
+        opened = Store(target)
+        own = open_runtime() if judge is not None and runtime is None else None
+        models = runtime or own
         try:
-            model = (
-                runtime.model(judge, role="judge")
-                if runtime is not None and judge is not None
-                else None
-            )
+            model = models.model(judge, role="judge") if models and judge else None
             cases = played(opened, a)
             return await compare_runs(opened, a, b, cases, model, max_error_rate)
         finally:
-            if runtime is not None:
-                await runtime.aclose()
-                runtime.close()
+            if models is not None:
+                await models.aclose()  # the clients opened in this event loop
+            if own is not None:
+                own.close()
             opened.close()
 
     return run_sync(compared())

@@ -12,8 +12,6 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, TypeAlias, TypeVar
 
-from pydantic import ValidationError
-
 from harness import defaults
 from harness.api.agent import Agent, as_agent
 from harness.api.results import RunResult
@@ -21,15 +19,13 @@ from harness.api.suite import Suite, TaskPaths, as_suite
 from harness.engine.context import Engine
 from harness.engine.executors import check_executor
 from harness.engine.grade import claim_grading, grade_run
-from harness.engine.play import play_run
+from harness.engine.play import play_run, run_config
 from harness.engine.progress import Board
-from harness.grading.requirements import JUDGE_HINT, missing_isolation, missing_judge, project_judge
+from harness.grading.requirements import check_gradable, resolve_judge
 from harness.models import CallPolicy, ModelRuntime, PriceTable, ResponseCache
-from harness.options import BadOptions, EvalOptions, RuntimeOptions, checked, refused
-from harness.project import find_project
+from harness.options import EvalOptions, ModelOption, RuntimeOptions, checked
 from harness.sim.suite import check_variant
-from harness.specs.agent import ModelRef, missing_scripts
-from harness.specs.located import Location, SpecError, display, format_path
+from harness.specs.located import Location
 from harness.store import Store
 from harness.store_location import StoreTarget
 from harness.tracing import NO_TRACER, open_run_tracer
@@ -56,21 +52,7 @@ def open_runtime(
     )
 
 
-def check_gradable(
-    suite: Suite, judge: ModelRef | None, unsafe_checkers: bool, where: str = "evaluate"
-) -> None:
-    """Stop before anything is played when the suite cannot be graded here: `llm_judge`
-    checks with no judge, python checks with no OS isolation and no permission."""
-    problems = []
-    if judge is None and (message := missing_judge(suite.cases)) is not None:
-        problems.append(f"{message}: {JUDGE_HINT}")
-    if (message := missing_isolation(suite.cases, unsafe_checkers)) is not None:
-        problems.append(message)
-    if problems:
-        raise SpecError.at(Location(where), "", "; ".join(problems))
-
-
-JudgeModel: TypeAlias = ModelRef | dict[str, Any] | str
+JudgeModel: TypeAlias = ModelOption
 """A judge model: a `ModelRef`, a mapping like `{"id": "openai/gpt-4.1-mini"}`, or a model id."""
 
 
@@ -119,10 +101,10 @@ async def evaluate_async(
         check_executor(executor, "evaluate: executor")
     trials, concurrency, workers = options.trials, options.concurrency, options.workers
     traces = options.traces  # a str given is a Path
-    judge = judge_ref(judge_model, "evaluate")
+    judge = resolve_judge(judge_model, Location("evaluate"))
     suite, agent = as_suite(suite, "evaluate"), as_agent(agent, "evaluate")
     check_variant(agent.loaded, suite.cases)
-    check_gradable(suite, judge, unsafe_checkers)
+    check_gradable(suite.cases, judge, unsafe_checkers, Location("evaluate"))
     async with AsyncExitStack() as resources:
         opened = Store(store)
         resources.callback(opened.close)
@@ -143,15 +125,9 @@ async def evaluate_async(
             workers=workers,
             unsafe_checkers=unsafe_checkers,
         )
-        config = {
-            "agent": str(agent.path),
-            "overrides": list(agent.overrides),
-            "trials": trials,
-            "variant": agent.variant.model_dump(mode="json"),
-            "tasks": suite.source,
-            "suite": suite.task_hashes,
-            "lineage": agent.lineage(),
-        }
+        config = run_config(
+            agent.path, agent.overrides, agent.variant, trials, suite.source, suite.task_hashes
+        )
         played = await play_run(
             engine, suite.cases, agent.variant, config, trials=trials, concurrency=concurrency
         )
@@ -229,33 +205,3 @@ def run_sync(work: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(work)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(asyncio.run, work).result()
-
-
-def judge_ref(value: Any, where: str, project: bool = True) -> ModelRef | None:
-    """The judge of `llm_judge` checks that name none: the one given (a `ModelRef`, a mapping
-    or a model id), else (with `project`) the project file's. A scripted judge whose rules file
-    does not exist is refused here, before anything is played, as `--judge-model` is: else
-    every check it would decide ends as an error of the run. `BadOptions` names the argument
-    `judge_model` (or the project file) and the file."""
-    location, name = Location(where), "judge_model"
-    if value is None:
-        found = find_project()
-        judge = project_judge() if project else None
-        if found.source is not None:
-            location = Location(display(found.source))
-    elif isinstance(value, ModelRef):
-        judge = value
-    elif isinstance(value, str | dict):
-        try:
-            judge = ModelRef.model_validate({"id": value} if isinstance(value, str) else value)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            path = format_path((name, *error["loc"]))
-            raise BadOptions.at(location, path, error["msg"]) from None
-    else:
-        expected = "a ModelRef, a model id or a mapping with 'id:'"
-        raise refused(where, name, expected, value)
-    if judge is not None and (missing := missing_scripts(judge)):
-        keys, message = missing[0]
-        raise BadOptions.at(location, format_path((name, *keys)), message)
-    return judge

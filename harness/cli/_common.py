@@ -1,5 +1,5 @@
-"""What the commands share: option types, bad input printed as one line per problem, model
-options, and the printing of a finished pipeline."""
+"""What the commands share: option types, bad input printed as one line per problem, exit
+codes, model options, the console (`outcome.py` prints a finished pipeline)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
     from rich.console import Console
 
-    from harness.pipeline.runner import Outcome
+    from harness.specs.agent import ModelRef
     from harness.store import Store
 
 
@@ -171,7 +170,8 @@ PLUGIN_ERRORS = (ProjectError, DuplicateEntry, UnresolvedReference)
 """A project file, plug-in or reference that cannot be loaded: the user's input, not a crash."""
 
 
-# Exit codes (README): a decision failed (a gate, a regression) is not the harness failing.
+# Exit codes (docs/guide/commands.md): a decision failed (a gate, a regression) is not the
+# harness failing.
 EXIT_DECISION = 1
 EXIT_BAD_INPUT = 2
 EXIT_HARNESS = 3
@@ -304,28 +304,18 @@ def readable_file(option: str, path: Path | None) -> None:
         fail(f"harness: {option} {path}: cannot read it: permission denied")
 
 
-def parse_model_option(option: str, text: str) -> dict[str, Any]:
-    """A model given on the command line, as an id or a YAML mapping, checked; a scripted
-    model's rules file must exist (relative to the working folder), or every check it would
-    decide ends as an error of the run."""
-    from pydantic import ValidationError
-
-    from harness.specs.agent import ModelRef, missing_scripts
-    from harness.specs.located import Location, SpecError, format_path
+def parse_model_option(option: str, text: str | None) -> ModelRef | None:
+    """A model given on the command line, as an id or a YAML mapping (None when not given),
+    checked as every entry point checks a model (`harness.options.model_ref`: a scripted
+    model's rules file must exist, relative to the working folder)."""
+    from harness.options import model_ref
+    from harness.specs.located import Location
     from harness.specs.overrides import command_line_value
 
+    if text is None or text == "":
+        return None
     where = Location(f"{option} {text}")
-    data = command_line_value(text, where)
-    try:
-        model = ModelRef.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        raise SpecError.at(where, format_path(error["loc"]), error["msg"]) from None
-    missing = missing_scripts(model)
-    if missing:
-        keys, message = missing[0]
-        raise SpecError.at(where, format_path(keys), message)
-    return model.model_dump(mode="json", exclude_none=True)
+    return model_ref(command_line_value(text, where), where, "")
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -385,111 +375,3 @@ def warn_unsandboxed(store: Store, run_id: str, console: Console) -> None:
             highlight=False,
             soft_wrap=True,
         )
-
-
-@dataclass(frozen=True)
-class ErroredRun:
-    """A graded run whose every episode errored: it has no pass rate, and nothing it says
-    about the agent stands."""
-
-    run_id: str
-    sides: dict[str, int]  # errors by the side that failed
-
-    @property
-    def agent_only(self) -> bool:
-        """Whether the agent under test is the only side that failed: a result about the agent,
-        not a failure of the harness. (Its failures are graded as fails now, so only episodes
-        recorded by an older harness err on the `agent` side; its model provider's are
-        `agent_model`, missing evidence like the other sides'.)"""
-        return set(self.sides) == {"agent"}
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_DECISION if self.agent_only else EXIT_HARNESS
-
-    def line(self) -> str:
-        """One line saying so, and why the exit code is what it is."""
-        by_side = ", ".join(f"{side} {n}" for side, n in sorted(self.sides.items()))
-        why = (
-            "the agent under test failed every episode"
-            if self.agent_only
-            else "the harness or what it runs on (the agent's model provider, tools, user "
-            "simulator, judge) failed, not the agent"
-        )
-        return (
-            f"run {self.run_id}: every episode errored ({by_side}), none graded: {why} "
-            f"(exit {self.exit_code})"
-        )
-
-
-def errored_runs(store: Store, outcome: Outcome) -> list[ErroredRun]:
-    """The graded runs of a pipeline whose every episode errored (pass rate n/a)."""
-    from harness.pipeline.types import Graded
-    from harness.report.summary import run_figures
-
-    graded = {o.run_id: o for o in outcome.execution.outputs.values() if isinstance(o, Graded)}
-    return [
-        ErroredRun(run_id, dict(run_figures(store, run_id).errors_by_side))
-        for run_id, run in sorted(graded.items())
-        if run.counts.get("error") and not run.counts.get("pass") and not run.counts.get("fail")
-    ]
-
-
-def outcome_exit_code(outcome: Outcome, errored: list[ErroredRun] | None = None) -> int:
-    """3 when a node failed (the harness could not finish: no decision stands) or a run's every
-    episode errored on a side other than the agent's; 1 when every episode of a run errored on
-    the agent's side, or a reported gate blocks (failed, or UNDECIDED under on_undecided:
-    fail); else 0."""
-    from harness.pipeline.types import Report
-
-    execution = outcome.execution
-    if execution.failed:
-        return EXIT_HARNESS
-    if errored:
-        return max(run.exit_code for run in errored)
-    reports = [o for o in execution.outputs.values() if isinstance(o, Report)]
-    blocked = any(gate.result.blocks for report in reports for gate in report.gates)
-    return EXIT_DECISION if blocked else 0
-
-
-def print_outcome(outcome: Outcome, store_path: StoreLocation, as_json: bool = False) -> int:
-    """Print every report and the pipeline's summary, or with --json one JSON object (the
-    sandbox warnings then go to stderr); the exit code of `outcome_exit_code`."""
-    from harness.pipeline.summary import outcome_summary
-    from harness.pipeline.types import Graded, Report
-    from harness.report.terminal import print_report
-    from harness.secrets import redact
-    from harness.store import Store
-
-    execution = outcome.execution
-    store = outcome.store or Store(store_path)  # the pipeline's, when it kept it open
-    if as_json:
-        print_json(outcome_summary(outcome, store))
-    console = make_console(stderr=as_json)
-    try:
-        reports = [o for o in execution.outputs.values() if isinstance(o, Report)]
-        for output in [] if as_json else reports:
-            print_report(store, output.contents(), console)
-            for file in output.files:
-                console.print(f"wrote {file}")
-        graded = {o.run_id for o in execution.outputs.values() if isinstance(o, Graded)}
-        for run_id in sorted(graded):
-            warn_unsandboxed(store, run_id, console)
-        errored = errored_runs(store, outcome)
-    finally:
-        store.close()
-        outcome.store = None
-    if as_json:
-        for run in errored:
-            console.print(run.line(), style="red", markup=False, highlight=False, soft_wrap=True)
-        return outcome_exit_code(outcome, errored)
-    states = ", ".join(f"{node} {status.state}" for node, status in execution.statuses.items())
-    console.print(f"pipeline {outcome.pipeline_id} ({outcome.plan.name}): {states}")
-    for node, status in execution.statuses.items():
-        if status.error:
-            line = f"node {node} failed: {redact(status.error)}"
-            console.print(line, style="red", markup=False, highlight=False)
-    for run in errored:
-        console.print(run.line(), style="red", markup=False, highlight=False, soft_wrap=True)
-    console.print(f"stored in {store_path}")
-    return outcome_exit_code(outcome, errored)

@@ -43,8 +43,8 @@ def climb(
     if config == "show":
         show(climb_id, store)
         return
+    from harness.api.pipeline import RunOptions
     from harness.climb import run_climb
-    from harness.pipeline.runner import RunOptions
     from harness.project import use_project_of
     from harness.specs.load import load_climb
     from harness.specs.overrides import Override

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -28,10 +28,10 @@ from harness.cli._common import (
     option_check,
     parse_model_option,
     print_json,
-    print_outcome,
     task_selection,
     user_errors,
 )
+from harness.cli.outcome import print_outcome
 
 
 def compare(
@@ -95,13 +95,11 @@ def compare(
     pass^k at k = 1, 2, 4, 8, n, the relative judge's win rate, breakdowns per level and tag,
     cost/latency/turn deltas and the tasks that flipped. Either plays both variants, or compares
     two stored runs. --json prints one JSON summary instead (the runs and the comparison)."""
-    from harness.grading.requirements import project_judge
-    from harness.pipeline.runner import RunOptions, run_pipeline, with_overrides
-    from harness.pipeline.stored import compare_stored, stored_summary
-    from harness.pipeline.templates import COMPARE_SHORTCUTS, compare_dag
+    from harness.api.pipeline import RunOptions, run_compare
+    from harness.api.stored import compare_stored, stored_summary
+    from harness.grading.requirements import resolve_judge
     from harness.project import use_project_of
     from harness.report.terminal import print_comparison
-    from harness.specs.agent import ModelRef
     from harness.specs.located import Location, SpecError
 
     options = RunOptions(
@@ -114,12 +112,8 @@ def compare(
     )
     with user_errors():
         use_project_of((tasks[0] if tasks else None) or a or b)  # before the project's judge
-        judge: dict[str, Any] | None
-        if judge_model:
-            judge = parse_model_option("--judge-model", judge_model)
-        else:
-            found = project_judge()
-            judge = found.model_dump(mode="json", exclude_none=True) if found else None
+        given = parse_model_option("--judge-model", judge_model)
+        judge = resolve_judge(given, Location("--judge-model"))
     # No judge is no relative judging (a comparison needs none), said once, after the result.
     unjudged = judge is None and not no_relative
     if runs:
@@ -140,28 +134,16 @@ def compare(
             typer.echo(f"wrote {file}")
         _say_unjudged(unjudged)
         return
-    options.judge_model = ModelRef.model_validate(judge) if judge else None
+    options.judge_model = judge
     with user_errors(), json_stdout(as_json):
         if not (a and b and tasks):
             raise SpecError.at(Location("compare"), "", "--a, --b and --tasks go together")
-        selection = task_selection(ids, tags, level, sample, seed, limit)
-        data = compare_dag(
-            tasks,
-            a,
-            b,
-            personas,
-            trials,
-            concurrency,
-            judge,
-            not no_relative,
-            selection,
-            max_error_rate,
-        )
-        if markdown:
-            data["nodes"]["report"]["with"] = {"markdown": str(markdown)}
-        positions: dict = {}  # where `--set` overrides wrote, for located errors
-        data = with_overrides(data, positions, set_ or [], COMPARE_SHORTCUTS)
-        outcome = run_pipeline(data, positions, Path("compare"), options)
+        outcome = run_compare(
+            tasks, a, b, options, personas=personas, trials=trials, concurrency=concurrency,
+            relative=not no_relative, max_error_rate=max_error_rate, markdown=markdown,
+            selection=task_selection(ids, tags, level, sample, seed, limit),
+            overrides=set_ or [],
+        )  # fmt: skip
     code = print_outcome(outcome, store, as_json)
     _say_unjudged(unjudged)
     raise typer.Exit(code)

@@ -32,7 +32,7 @@ def export(
     Each row: run, task, trial, seed, variant, verdict (pass, fail, error or ungraded), score,
     end reason, error side, failed checks, turns, time, the agent's and the simulated user's
     tokens, and cost. To stdout unless --out."""
-    from harness.pipeline.stored import export_stored
+    from harness.api.stored import export_stored
 
     with user_errors():
         count = export_stored(store, run_id, format_.value, out)

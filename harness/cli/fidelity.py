@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
+import harness.cli.traces as session_options  # the session options of `traces to-tasks`
 from harness import defaults
-from harness.cli import traces as session_options  # the session options of `traces to-tasks`
 from harness.cli._common import StoreOpt, fail, make_console, option_check, user_errors
 
 
@@ -97,8 +97,8 @@ def fidelity(
     dimensions where simulation is easy mode, and, on tasks made from production traces, the
     simulated pass rate against production's outcome. The report is kept with the run (its
     HTML report shows it)."""
+    from harness.api.stored import open_store, stored_run
     from harness.fidelity import run_fidelity
-    from harness.pipeline.stored import open_store, stored_run
     from harness.production.behaviour import measure_calls
     from harness.report.html import write_html_report
 

@@ -83,7 +83,7 @@ def gate(
     (both runs and the decision), with the same exit code."""
     from rich.markup import escape
 
-    from harness.pipeline.stored import gate_stored, stored_summary
+    from harness.api.stored import gate_stored, stored_summary
     from harness.report.terminal import print_gate
 
     with user_errors(), json_stdout(as_json):
@@ -199,7 +199,7 @@ def baseline_publish(
     """Publish each suite's baseline and the gate history as a W&B artifact of type
     gate-baseline, for teams that keep everything in W&B. Offline by default: the files are
     written in the local run folder, and `wandb sync` uploads them."""
-    from harness.pipeline.baseline_artifact import publish_baselines
+    from harness.api.baseline_artifact import publish_baselines
     from harness.specs.wandb import WandbTarget
 
     with user_errors():

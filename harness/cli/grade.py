@@ -48,8 +48,8 @@ def grade(
 
     The new verdicts go to a new run (a copy of the run's episodes, recording `regraded_from`),
     whose id is printed: gate, compare or report it like any run. The old run is unchanged."""
-    from harness.pipeline.runner import RunOptions
-    from harness.pipeline.stored import regrade
+    from harness.api.pipeline import RunOptions
+    from harness.api.stored import regrade
     from harness.report.terminal import print_run
     from harness.store import Store
 
@@ -62,7 +62,7 @@ def grade(
         unsafe_checkers=unsafe_checkers,
     )
     with user_errors():
-        judge = parse_model_option("--judge-model", judge_model) if judge_model else None
+        judge = parse_model_option("--judge-model", judge_model)
         regraded = regrade(options, run_id, judge, concurrency)
     console = make_console()
     print_run(regraded.figures, console)

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+import harness.cli.traces as session_options  # the session options of `traces to-tasks`
 from harness import defaults
-from harness.cli import traces as session_options  # the session options of `traces to-tasks`
 from harness.cli._common import fail, parse_model_option, store_option, user_errors
 from harness.store_location import StoreLocation
 
@@ -61,6 +61,7 @@ def judge_calibrate(
     results_store: Annotated[
         StoreLocation | None,
         typer.Option(
+            "--store",
             parser=store_option,
             metavar="FILE|URL",
             help="Keep the calibration in this results store, where a gate's "
@@ -75,19 +76,14 @@ def judge_calibrate(
     (the gate's min_judge_kappa reads its lower end), and the judge's bias: its pass rate minus
     people's good rate (negative: stricter than people), with the precision and recall of its
     passes."""
-    from harness.pipeline.stored import open_store
+    from harness.api.stored import open_store
     from harness.production.calibrate import calibrate, judge_key
-    from harness.specs.agent import ModelRef
 
     problems: list[Any] = []
     with user_errors():
         filters = session_options.session_filters(status, negative, op, thread, since, until)
         checks = _judge_checks(check)
-        model = (
-            ModelRef.model_validate(parse_model_option("--judge-model", judge_model))
-            if judge_model
-            else None
-        )
+        model = parse_model_option("--judge-model", judge_model)
         calls, close = session_options.open_source(source, store, filters, problems)
     try:
         found = calibrate(calls, filters, checks, model)
@@ -99,7 +95,7 @@ def judge_calibrate(
     if results_store is not None:
         judges = {judge_key(m) for _, c in checks if (m := c.model or model) is not None}
         if len(judges) != 1:
-            fail("--results-store: give one judge (--judge-model) to calibrate and keep")
+            fail("--store: give one judge (--judge-model) to calibrate and keep")
         with user_errors():
             results = open_store(results_store)
         try:

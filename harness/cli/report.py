@@ -25,7 +25,7 @@ def report(
     and time, every episode as a chat with its state changes and checks, the A/B comparison
     with --against, the store's trends and the gate's decisions, and failure clusters. One
     file with no outside resource."""
-    from harness.pipeline.stored import open_store, stored_run
+    from harness.api.stored import open_store, stored_run
     from harness.report.html import write_html_report
     from harness.specs.located import one_line
 

@@ -28,11 +28,11 @@ from harness.cli._common import (
     announce,
     json_stdout,
     parse_model_option,
-    print_outcome,
     task_selection,
     user_errors,
 )
 from harness.cli._executor import ExecutorOpt, WorkersOpt, executor_name
+from harness.cli.outcome import print_outcome
 
 
 def run_eval(
@@ -99,17 +99,9 @@ def run_eval(
     nodes are reused; exit 1 if a gate fails. --json prints one JSON summary instead: the
     pipeline, each run's pass rate with its interval, errors by side and cost, the comparisons
     and gate decisions."""
+    from harness.api.pipeline import RunOptions, resume_pipeline, run_dag, run_eval
     from harness.options import EvalOptions, RuntimeOptions, SelectionOptions, checked
-    from harness.pipeline.runner import (
-        RunOptions,
-        read_dag,
-        run_pipeline,
-        stored_pipeline,
-        with_overrides,
-    )
-    from harness.pipeline.templates import RUN_EVAL_SHORTCUTS, flags_dag
     from harness.project import use_project_of
-    from harness.specs.agent import ModelRef
     from harness.specs.located import Location, SpecError
     from harness.specs.references import check_paths
 
@@ -145,19 +137,17 @@ def run_eval(
                 "",
                 "give exactly one of a DAG file, --tasks with --agent, or --resume",
             )
-        judge = parse_model_option("--judge-model", judge_model) if judge_model else None
-        options.judge_model = ModelRef.model_validate(judge) if judge else None
+        options.judge_model = parse_model_option("--judge-model", judge_model)
         if resume:
-            data, positions, source = stored_pipeline(store, resume)
+            outcome = resume_pipeline(resume, options)
         elif dag is not None:
-            data, positions = read_dag(dag)
-            data, source = with_overrides(data, positions, set_ or []), dag
+            outcome = run_dag(dag, options, set_ or [])
         else:
             if not tasks or agent is None:
                 raise SpecError.at(Location("run-eval"), "", "--tasks and --agent go together")
-            selection = task_selection(ids, tags, level, sample, seed, limit)
-            data = flags_dag(tasks, agent, personas, trials, concurrency, judge, selection)
-            positions, source = {}, Path("run-eval")
-            data = with_overrides(data, positions, set_ or [], RUN_EVAL_SHORTCUTS)
-        outcome = run_pipeline(data, positions, source, options, resume or "")
+            outcome = run_eval(
+                tasks, agent, options, personas=personas, trials=trials,
+                concurrency=concurrency, overrides=set_ or [],
+                selection=task_selection(ids, tags, level, sample, seed, limit),
+            )  # fmt: skip
     raise typer.Exit(print_outcome(outcome, store, as_json))

@@ -95,7 +95,7 @@ def runs_show(
 
 def show_results(run_id: str, store: StoreLocation) -> None:
     """Print the summary of a stored run, or of each run of a stored pipeline."""
-    from harness.pipeline.stored import stored_figures
+    from harness.api.stored import stored_figures
     from harness.report.terminal import print_run
     from harness.store import Store
 

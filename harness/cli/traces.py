@@ -21,14 +21,14 @@ from harness.cli._common import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from harness.production.episodes import AppSession
+    from harness.production.app_sessions import AppSession
 
 traces_app = typer.Typer(
     help="Weave traces: the harness's episodes and apps' sessions (local store), exported or "
     "turned into regression tasks.",
     no_args_is_help=True,
 )
-TraceStoreOpt = Annotated[Path, typer.Option(help="Local trace store.")]
+TraceStoreOpt = Annotated[Path, typer.Option("--trace-store", help="Local trace store.")]
 
 
 @traces_app.command("list")
@@ -43,7 +43,8 @@ def traces_list(
     status, feedback anywhere in the session)."""
     from rich.table import Table
 
-    from harness.production.episodes import list_episodes, list_sessions
+    from harness.production.app_sessions import list_sessions
+    from harness.production.episodes import list_episodes
 
     if not store.is_file():
         fail(f"{store}: no trace store (run an eval first)")
@@ -105,7 +106,8 @@ def traces_show(
 ) -> None:
     """Print one recorded episode, or an app's session, as a readable conversation; a session
     also with its feedback and the failures found in it."""
-    from harness.production.episodes import find_episode, find_session
+    from harness.production.app_sessions import find_session
+    from harness.production.episodes import find_episode
     from harness.report.conversation import print_conversation
     from harness.secrets import redact_pii
 
@@ -335,7 +337,7 @@ def traces_to_tasks(
             reference, domain_class = domain_for_tasks(domain, out, Path.cwd())
         except UnknownDomain as exc:
             raise SpecError.at(Location(f"--domain {domain}"), "", str(exc)) from None
-        writer = parse_model_option("--criteria-model", criteria_model) if criteria_model else None
+        writer = parse_model_option("--criteria-model", criteria_model)
         calls, close = open_source(source, store, filters, problems)
     options = TaskOptions(
         reference,

@@ -16,9 +16,9 @@ def validate(
 ) -> None:
     """Validate task, persona, agent, DAG, gate and script files (kind from `kind:`); the task
     files given must have distinct ids, as one suite's must."""
-    from harness.pipeline.check import check_file
+    from harness.api.pipeline import check_file
     from harness.project import use_project_of
-    from harness.sim.suite import duplicate_id, load_suite
+    from harness.sim.suite import duplicate_id, load_cases
     from harness.specs.load import Loaded
     from harness.specs.located import Problem, SpecError
     from harness.specs.references import spec_files
@@ -34,7 +34,7 @@ def validate(
         try:
             kind = check_file(path)
             if kind == "task":
-                [case] = load_suite([path])  # built once per command: check_file built it
+                [case] = load_cases([path])  # built once per command: check_file built it
                 first = tasks.setdefault(case.task.id, case.loaded)
                 if first is not case.loaded:
                     raise SpecError([duplicate_id(case.loaded, first)])

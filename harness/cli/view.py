@@ -18,7 +18,7 @@ def view(
 ) -> None:
     """Serve every run's report page, with filters (variant, task, tag, verdict, end reason)
     and search in transcripts, on http://127.0.0.1:PORT/ until Ctrl-C. Read-only."""
-    from harness.pipeline.stored import open_store
+    from harness.api.stored import open_store
     from harness.view import bind, serve
 
     with user_errors():

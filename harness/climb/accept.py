@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.api.gate import gate_async
 from harness.climb.search import SearchResult
 from harness.climb.split import nothing_to_learn
 from harness.gate import load_gate_config
+from harness.gate.play import gate_async
 from harness.stats import at_most
 
 

@@ -22,11 +22,12 @@ from harness.climb.split import (
     split_tasks,
 )
 from harness.defaults import STATE_DIR
-from harness.grading.requirements import missing_isolation, missing_judge, project_judge
+from harness.grading.requirements import missing_isolation, missing_judge, resolve_judge
 from harness.models import CompletionParams
 from harness.pipeline.runner import RunOptions
 from harness.sim.suite import TaskCase
 from harness.sim.taskset import LoadTasksParams, load_task_set
+from harness.specs.agent import ModelRef
 from harness.specs.climb import Climb
 from harness.specs.load import Loaded
 from harness.specs.located import SpecError
@@ -63,10 +64,11 @@ class SearchResult:
         return self.context.session
 
 
-def require_judge(cases: list[TaskCase], loaded: Loaded[Climb]) -> None:
-    """Tasks with llm_judge checks that name no model need the climb's or the project's judge:
-    without one, every evaluation would grade them as errors, so the climb stops first."""
-    if loaded.spec.judge_model is not None or project_judge() is not None:
+def require_judge(cases: list[TaskCase], loaded: Loaded[Climb], judge: ModelRef | None) -> None:
+    """Tasks with checks that need the run's judge need one (the climb's, `--judge-model` or
+    the project's): without it, every evaluation would grade them as errors, so the climb
+    stops first."""
+    if judge is not None:
         return
     missing = missing_judge(cases)
     if missing is not None:
@@ -119,7 +121,10 @@ def search(
     )
     suite = load_task_set(params)
     cases = suite.cases
-    require_judge(cases, loaded)
+    # Without a judge of its own, the climb grades with the run's (`--judge-model`) or project's.
+    where = loaded.where("judge_model")
+    judge = resolve_judge(config.judge_model, where, "judge_model", options.judge_model)
+    require_judge(cases, loaded, judge)
     require_isolation(cases, loaded, options.unsafe_checkers)
     seed = seed_candidate(production.variant, config.components, tool_docs(cases, loaded))
     split = split_tasks(cases, config.tasks)
@@ -128,9 +133,6 @@ def search(
     variants = CandidateVariants(production_file, config.name, overrides, cases)
     variants.variant(candidate_id({}), {})  # production plays these tasks: checked before
     check_options(options)
-    # Without a judge of its own, the climb grades with the run's (`--judge-model`) or project's.
-    judge = config.judge_model if config.judge_model is not None else options.judge_model
-    judge = judge if judge is not None else project_judge()
     lineage = production.lineage()
     session = ClimbSession(options, judge)  # the store: the first thing written
     try:

@@ -1,5 +1,6 @@
 """Where a `simulate` node's episodes are played: `local` (on this process's event loop, the
-default) or `ray` (as Ray tasks on a local Ray or a cluster, `harness.engine.ray_executor`).
+default) or `ray` (as Ray tasks on a local Ray or a cluster, `harness.engine.ray_executor`);
+`harness.engine.make_executor` gives the one a name stands for.
 
 Both hand out the same jobs, play each with the same seed and record each finished episode the
 same way (its `harness.episode` span, then the store, written only here in the driver), so an
@@ -137,12 +138,3 @@ def check_executor(name: str, where: str = "--executor") -> None:
         raise SpecError.at(
             Location(where), "", "the ray executor needs Ray: pip install 'harness[ray]'"
         )
-
-
-def make_executor(name: str, workers: int | None = None) -> Executor:
-    """The executor a name stands for (`workers`: Ray workers, default one per CPU)."""
-    if name == "ray":
-        from harness.engine.ray_executor import RayExecutor
-
-        return RayExecutor(workers)
-    return LocalExecutor()

@@ -11,15 +11,41 @@ import asyncio
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from harness.engine import make_executor
 from harness.engine.context import Engine
-from harness.engine.executors import EpisodeJob, EpisodeSetup, Jobs, make_executor
+from harness.engine.executors import EpisodeJob, EpisodeSetup, Jobs
 from harness.sim.episode import episode_seed
 from harness.sim.suite import TaskCase
 from harness.specs.agent import AgentVariant
+from harness.specs.load import variant_lineage
 from harness.tracing import SpanResult
 from harness.transcript import Transcript
+
+
+def run_config(
+    agent: Path,
+    overrides: Sequence[str],
+    variant: AgentVariant,
+    trials: int,
+    tasks: dict[str, Any],
+    suite: dict[str, str],
+) -> dict[str, Any]:
+    """What a run records of how it was played, the same from `harness.evaluate` and a
+    pipeline's `simulate` node: the agent file, its overrides and the variant they made (which
+    the gate plays again), its lineage (the variant and the files it extends, nearest first), the
+    trials, how the tasks were loaded (`tasks`) and each task's content hash (`suite`)."""
+    return {
+        "agent": str(agent),
+        "overrides": list(overrides),
+        "trials": trials,
+        "variant": variant.model_dump(mode="json"),
+        "tasks": tasks,
+        "suite": suite,
+        "lineage": variant_lineage(agent, variant.name),
+    }
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ A judged check is one whose kind uses a judge (its class's `uses_judge`: `llm_ju
 plug-in kind that declares it). A run's judge is the `judge_model` its grading pass recorded
 (checks that name their own model use that one, and are keyed by it). The rule reads the newest
 calibration of each judge that graded a hard judged check of a compared run (`harness judge
-calibrate --results-store`), and fails when one is missing, holds fewer than
+calibrate --store`), and fails when one is missing, holds fewer than
 `min_judge_sessions` labelled sessions, or the lower end of its Cohen's kappa's 95% interval is
 below `min_judge_kappa`.
 
@@ -81,7 +81,7 @@ def judge_rule(config: Gate, store: Store, runs: Sequence[str]) -> RuleCheck | N
             passed = False
             lines.append(
                 f"{judge} has no calibration against human feedback (harness judge calibrate "
-                "--results-store)"
+                "--store)"
             )
             continue
         calibration = Calibration(table=dict(found["table"]))

@@ -14,31 +14,44 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydantic import ValidationError
-
 from harness.grading.checks import needs_run_judge, runs_code
 from harness.grading.sandbox import isolation_problem
+from harness.options import ModelOption, model_ref
 from harness.project import find_project
 from harness.sim.suite import TaskCase
 from harness.specs.agent import ModelRef
 from harness.specs.checks import CheckBase, kind_name
-from harness.specs.located import Location, SpecError, display, format_path
+from harness.specs.located import Location, SpecError, display
 
 JUDGE_HINT = "pass --judge-model, set judge_model in harness.yaml, or give the check a model"
 SHOWN_IDS = 3  # task ids a line names before it says "..."
 
 
+def resolve_judge(
+    given: ModelOption | None,
+    where: Location,
+    name: str = "judge_model",
+    fallback: ModelOption | None = None,
+    project: bool = True,
+) -> ModelRef | None:
+    """The judge of the checks that name no model, as a model role is resolved, in this one
+    place: the one given (`--judge-model`, an entry point's `judge_model`), else `fallback` (the
+    judge a stored run was graded with), else with `project` the project file's `judge_model`;
+    None if none. Always a `ModelRef`, checked (`model_ref`: a scripted judge's rules file must
+    exist); a bad one is `BadOptions` naming `where` and `name`."""
+    if given is not None:
+        return model_ref(given, where, name)
+    if fallback is not None:
+        return model_ref(fallback, where, name)
+    return project_judge() if project else None
+
+
 def project_judge() -> ModelRef | None:
-    """The project file's `judge_model`, if it names one."""
+    """The project file's `judge_model`, if it names one (checked as any judge is)."""
     project = find_project()
     if project.judge_model is None or project.source is None:
         return None
-    try:
-        return ModelRef.model_validate(project.judge_model)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        path = format_path(("judge_model", *error["loc"]))
-        raise SpecError.at(Location(display(project.source)), path, error["msg"]) from None
+    return model_ref(project.judge_model, Location(display(project.source)), "judge_model")
 
 
 def judged_tasks(cases: list[TaskCase]) -> list[str]:
@@ -83,3 +96,18 @@ def missing_isolation(cases: list[TaskCase], unsafe: bool = False) -> str | None
         return None
     kinds = kinds_of(cases, runs_code)
     return f"{tasks_having(ids, f'{kinds} checks')}, which need OS isolation, and {problem}"
+
+
+def check_gradable(
+    cases: list[TaskCase], judge: ModelRef | None, unsafe_checkers: bool, where: Location
+) -> None:
+    """Stop before anything is played or written when these tasks cannot be graded here:
+    checks that need the run's judge with no judge, checks that run code with no OS isolation
+    and no permission. One `SpecError` naming `where`, one line for both."""
+    problems = []
+    if judge is None and (message := missing_judge(cases)) is not None:
+        problems.append(f"{message}: {JUDGE_HINT}")
+    if (message := missing_isolation(cases, unsafe_checkers)) is not None:
+        problems.append(message)
+    if problems:
+        raise SpecError.at(where, "", "; ".join(problems))

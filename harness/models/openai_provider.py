@@ -6,7 +6,7 @@ The request body is built here in wire form (`wire_openai`), so it is posted wit
 not through `chat.completions.create`: `create` walks its parameter types over every message
 and tool of every call to transform values that, in chat-completion parameters, need no
 transform. That walk was 40 to 45% of the client's CPU per call (`bench/end_to_end.py`); the
-bytes sent are the same (`tests/test_models.py`)."""
+bytes sent are the same (`tests/models/test_models.py`)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from harness.pipeline.runner import preflight, prepare
 from harness.sim.agent import check_agent
-from harness.sim.suite import check_persona, load_suite
+from harness.sim.personas import check_persona
+from harness.sim.suite import load_cases
 from harness.specs.kinds import kind_of, read_mapping
 from harness.specs.load import load_agent, load_persona, load_spec
 
@@ -19,7 +20,7 @@ def check_file(path: Path) -> str:
     data, positions = read_mapping(path)
     kind = kind_of(path, data, positions)
     if kind == "task":
-        load_suite([path])
+        load_cases([path])
     elif kind == "dag":
         preflight(prepare(data, positions, path))
     elif kind == "agent":

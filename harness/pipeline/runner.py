@@ -28,6 +28,7 @@ from harness.store_location import StoreLocation, StoreTarget
 
 if TYPE_CHECKING:
     from harness.models import ModelRuntime
+    from harness.pipeline.types import Graded, Report
     from harness.specs.agent import ModelRef
 
 # `--set` shortcuts of a pipeline template: scope -> the (node, parameter) lists that collect
@@ -83,6 +84,21 @@ class Outcome:
     execution: Execution
     config: dict[str, Any] = field(default_factory=dict)
     store: Store | None = None  # still open, with `RunOptions.keep_store`
+
+    @property
+    def graded(self) -> dict[str, Graded]:
+        """The graded runs the pipeline produced, by run id."""
+        from harness.pipeline.types import Graded
+
+        outputs = self.execution.outputs.values()
+        return {o.run_id: o for o in outputs if isinstance(o, Graded)}
+
+    @property
+    def reports(self) -> list[Report]:
+        """The reports the pipeline's report nodes made."""
+        from harness.pipeline.types import Report
+
+        return [o for o in self.execution.outputs.values() if isinstance(o, Report)]
 
     def close(self) -> None:
         """Close the store the outcome kept open, if any."""
@@ -203,10 +219,10 @@ def run_pipeline(
     included) is stored with the execution. Nothing is written before the pipeline has passed
     its checks."""
     from harness.engine.progress import Board  # rich: only for a run, not a check
-    from harness.grading.requirements import project_judge
+    from harness.grading.requirements import resolve_judge
     from harness.tracing import NO_TRACER, open_run_tracer
 
-    judge = options.judge_model if options.judge_model is not None else project_judge()
+    judge = resolve_judge(options.judge_model, Location("--judge-model"), "")
     data = with_default_judge(data, judge)
     pipeline = prepare(data, positions, source)
     if options.executor is not None:

@@ -5,7 +5,10 @@ so that code that runs such a pipeline itself (the benches) needs no command-lin
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.specs.agent import ModelRef
 
 # scope -> the (node, parameter) lists that collect `scope.PATH=VALUE` overrides
 RUN_EVAL_SHORTCUTS: dict[str, list[tuple[str, str]]] = {
@@ -33,11 +36,16 @@ def _simulate(agent: Path, trials: int, concurrency: int) -> dict[str, Any]:
     }
 
 
-def _grade(need: str, judge_model: Any, concurrency: int) -> dict[str, Any]:
+def _judge(judge_model: ModelRef | None) -> dict[str, Any] | None:
+    """A judge as a pipeline's data holds it (and its stored configuration records it)."""
+    return None if judge_model is None else judge_model.model_dump(mode="json", exclude_none=True)
+
+
+def _grade(need: str, judge_model: ModelRef | None, concurrency: int) -> dict[str, Any]:
     """A grade node; with no judge model, the run's default judge applies (if any)."""
     params: dict[str, Any] = {"concurrency": concurrency}
     if judge_model is not None:
-        params["judge_model"] = judge_model
+        params["judge_model"] = _judge(judge_model)
     return {"uses": "grade", "needs": [need], "with": params}
 
 
@@ -47,7 +55,7 @@ def flags_dag(
     personas: Path | None,
     trials: int,
     concurrency: int,
-    judge_model: Any,
+    judge_model: ModelRef | None,
     selection: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The pipeline `run-eval --tasks ... --agent ...` stands for (`selection`: load_tasks
@@ -72,7 +80,7 @@ def compare_dag(
     personas: Path | None,
     trials: int,
     concurrency: int,
-    judge_model: Any,
+    judge_model: ModelRef | None,
     relative: bool,
     selection: dict[str, Any] | None = None,
     max_error_rate: float | None = None,
@@ -83,7 +91,9 @@ def compare_dag(
     for side, agent in (("a", a), ("b", b)):
         nodes[side] = _simulate(agent, trials, concurrency)
         nodes[f"grade_{side}"] = _grade(side, judge_model, concurrency)
-    compare: dict[str, Any] = {"judge_model": judge_model} if relative and judge_model else {}
+    compare: dict[str, Any] = {}
+    if relative and judge_model is not None:
+        compare["judge_model"] = _judge(judge_model)
     if max_error_rate is not None:
         compare["max_error_rate"] = max_error_rate
     nodes["compare"] = {"uses": "compare", "needs": ["grade_a", "grade_b"], "with": compare}

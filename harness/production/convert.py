@@ -1,7 +1,7 @@
 """Production conversations become regression tasks: a failure seen once is tested forever.
 
-`failures` decides what failed and clusters near-duplicates, `derive` writes the checks of the
-correct behaviour; this module makes each cluster a task that replays against the user's agent:
+`failures` decides what failed, `clusters` groups near-duplicates, `derive` writes the checks of
+the correct behaviour; this module makes each cluster a task that replays against the user's agent:
 
 - its domain is `replay` by default (`harness.domains.replay`): the tools production's agent was
   offered, answering what production's tools returned, so no domain needs writing; or a user's
@@ -12,8 +12,8 @@ correct behaviour; this module makes each cluster a task that replays against th
   ids, emails and amounts the user gave); its later turns are played by `--persona-model`, or
   else replayed from production in order, and the task is tagged `replayed-turns` because the
   replayed turns answer the old agent whatever the new one says;
-- no check holds a value the server generated in the session (`derive.generated`), and a
-  success task says why it is one (`source.reasons`, and a tag: `rated-positive` for a session
+- no check holds a value the server generated in the session (`generated`), and a success
+  task says why it is one (`source.reasons`, and a tag: `rated-positive` for a session
   users rated well, `completed-unrated` for one with no failure signal and a completed
   outcome).
 
@@ -52,11 +52,13 @@ from harness.grading.checks import kind_summary
 from harness.outcomes import DEFAULT, ErrorValues
 from harness.production import derive
 from harness.production.calls import Unreadable
+from harness.production.clusters import Cluster
 from harness.production.criteria import rewrite_criteria
-from harness.production.failures import Cluster
+from harness.production.generated import generated_values
 from harness.production.reconstruct import Conversation
 from harness.production.tool_ops import Observation, inferred_tools
 from harness.secrets import redact, redact_data, redactor
+from harness.specs.agent import ModelRef
 
 IDS = re.compile(r"\b[A-Z]{1,4}-\d+\b")  # any id, when the domain declares no `id_patterns`
 POLITE = re.compile(r"\b(please|thanks|thank you|hi|hello)\b", re.IGNORECASE)
@@ -95,7 +97,7 @@ class TaskOptions:
     state_file: Path | None = None
     state_db: Path | None = None
     persona_model: str | None = None  # None: the persona replays the user's turns
-    criteria_model: dict[str, Any] | None = None  # None: judge criteria from templates
+    criteria_model: ModelRef | None = None  # None: judge criteria from templates
     hard_judges: bool = False  # `--judge hard`: judge criteria decide the task too
     error_values: ErrorValues = DEFAULT  # which tool results are failures returned as values
 
@@ -249,7 +251,7 @@ def task_data(
         )
     else:
         checks = derive.success_checks(conversation, patterns, expected, known)
-    checks = derive.without_generated(checks, derive.generated_values(conversation, known))
+    checks = derive.without_generated(checks, generated_values(conversation, known))
     notes = [
         f"check '{c.get('name') or c['kind']}' dropped: "
         f"domain {options.domain} has no tool {c['tool']}"
@@ -362,7 +364,7 @@ def write_tasks(
         notes = rewrite_criteria(failing, options.criteria_model)
         written.notes += [Unreadable("--criteria-model", note) for note in notes]
         for data, conversation in failing:  # a model quoting production quotes its values too
-            made = derive.generated_values(conversation, _known(data["start"], options))
+            made = generated_values(conversation, _known(data["start"], options))
             data["checks"] = redact_data(derive.without_generated(data["checks"], made), masked)
     out.mkdir(parents=True, exist_ok=True)
     for path, data, cluster_ in built:

@@ -12,6 +12,7 @@ from typing import Any
 from harness.models import CompletionParams, ModelError, ModelRuntime
 from harness.production.reconstruct import Conversation
 from harness.secrets import redact
+from harness.specs.agent import ModelRef
 from harness.transcript import Message
 
 WRITER = (
@@ -45,7 +46,7 @@ async def _rewrite(
 
 
 def rewrite_criteria(
-    tasks: list[tuple[dict[str, Any], Conversation]], model_ref: dict[str, Any]
+    tasks: list[tuple[dict[str, Any], Conversation]], model_ref: ModelRef
 ) -> list[str]:
     """Rewrite the `llm_judge` criteria of the failure tasks in place; what failed, as notes."""
 

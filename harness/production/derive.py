@@ -23,10 +23,8 @@ and never a value the server generated.
   never the value; and the final state the domain says those calls imply; never a call that
   failed.
 
-*Generated* values are found by data flow, never by tool names: a value that first appears in a
-tool result (no user text, no earlier call or result, and not the start state has it) and is
-echoed later (in a later call's arguments or a reply). A new session gets new ones, so no check
-asserts one (`generated_values`).
+*Generated* values (`harness.production.generated`) are never asserted: a new session gets new
+ones (`without_generated`).
 
 A judge criterion is soft unless asked for hard ones (`--judge hard`): a task never hangs on a
 judge alone by default, and when no deterministic check applies it only asks for an answer.
@@ -39,17 +37,10 @@ import re
 from typing import Any
 
 from harness.jsontext import json_or_text
-from harness.production.failures import (
-    EMAILS,
-    Failure,
-    names,
-    not_found,
-    token,
-    told_not_found,
-    typed_by_user,
-    value_pattern,
-)
+from harness.production.failures import Failure, not_found, typed_by_user
+from harness.production.generated import generated_values, shape, word_in
 from harness.production.reconstruct import Conversation, Observation, Raised
+from harness.production.wording import EMAILS, names, token, told_not_found, value_pattern
 
 AMOUNTS = re.compile(r"[$€£]\s?(\d+(?:\.\d{1,2})?)|\b(\d+\.\d{2})\b")
 FREE_TEXT_WORDS = 3  # a string argument of more words is free text, never a key argument
@@ -390,73 +381,6 @@ def success_checks(
     return checks or [{"kind": "text", "name": "answers", "regex": "\\w"}]
 
 
-ID_TOKEN = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z0-9][\w-]{2,}(?![\w-])")
-SHAPED = re.compile(r"([A-Za-z]+[-_/#.]?)+\d+")  # a prefix and a number: CLM-20481, INC3001
-
-
-def _leaves(value: Any, path: str = "") -> list[tuple[str, str]]:
-    """(field, value) of the identifier-like leaves of a result: strings without spaces, ids
-    inside text, integers of three digits or more (amounts and words are no generated ids)."""
-    if isinstance(value, dict):
-        return [leaf for k, v in value.items() for leaf in _leaves(v, str(k))]
-    if isinstance(value, list):
-        return [leaf for v in value for leaf in _leaves(v, path)]
-    if isinstance(value, bool):
-        return []
-    if isinstance(value, int):
-        return [(path, str(value))] if abs(value) >= 100 else []
-    if isinstance(value, str):
-        text = value.strip()
-        if 3 <= len(text) <= 80 and not any(c.isspace() for c in text):
-            return [(path, text)]
-        return [(path, m.group()) for m in ID_TOKEN.finditer(text)]
-    return []
-
-
-def _word_in(value: str, text: str) -> bool:
-    return re.search(token(value), text, re.IGNORECASE) is not None
-
-
-def generated_values(conversation: Conversation, known: str = "") -> dict[str, tuple[str, str]]:
-    """Values the server generated in the session, by data flow: a value that first appears in
-    a tool result (no user text, no earlier call or result, and not `known`, the start state's
-    text, has it) and is echoed later, in a later call's arguments or a reply. A claim id a
-    filing returned and an upload then carried is one; a tracking number a lookup read from the
-    start state is not. Value -> (the tool that returned it, its field)."""
-    messages = conversation.transcript.messages
-    users = " ".join(conversation.user_texts())
-    earlier: list[str] = []
-    fresh: dict[str, tuple[int, str, str]] = {}
-    for index, message in enumerate(messages):
-        if message.role == "tool":
-            prior = " ".join(earlier)
-            for path, value in _leaves(json_or_text(message.content)):
-                if value in fresh or any(_word_in(value, t) for t in (users, prior, known)):
-                    continue
-                fresh[value] = (index, message.name or "a tool", path)
-            earlier.append(message.content)
-        earlier += [json.dumps(c.arguments, ensure_ascii=False) for c in message.tool_calls]
-    made: dict[str, tuple[str, str]] = {}
-    for value, (index, tool, path) in fresh.items():
-        later = " ".join(
-            part
-            for m in messages[index + 1 :]
-            for part in [m.content if m.role == "assistant" else ""]
-            + [json.dumps(c.arguments, ensure_ascii=False) for c in m.tool_calls]
-        )
-        if _word_in(value, later):
-            made[value] = (tool, path)
-    return made
-
-
-def shape(value: str) -> str | None:
-    """A regular expression for values shaped like `value` (a prefix and a number: CLM-20481
-    gives `CLM-\\d+`), or None for another shape."""
-    if not SHAPED.fullmatch(value):
-        return None
-    pattern = re.sub(r"\d+", lambda _: r"\d+", re.escape(value))
-    return rf"(?<![\w-]){pattern}(?![\w-])"
-
 
 def told(conversation: Conversation, made: dict[str, tuple[str, str]]) -> list[Check]:
     """For each generated id the agent's replies gave the user (a claim or ticket number), that
@@ -468,7 +392,7 @@ def told(conversation: Conversation, made: dict[str, tuple[str, str]]) -> list[C
     checks: list[Check] = []
     for value, (tool, path) in made.items():
         pattern = shape(value)
-        if pattern is None or not _word_in(value, answers):
+        if pattern is None or not word_in(value, answers):
             continue
         what = f"the {path} {tool} returned" if path else f"what {tool} returned"
         checks.append({"kind": "text", "name": f"states {what}", "regex": pattern})

@@ -9,8 +9,8 @@ from pathlib import Path
 from harness.domains import Environment, resolve_domain
 from harness.imports import is_reference, split_reference
 from harness.production.calls import CallRecord, Filters, Unreadable
+from harness.production.clusters import cluster
 from harness.production.convert import TaskOptions, Written, redacted, write_tasks
-from harness.production.failures import cluster
 from harness.production.reconstruct import conversations
 from harness.secrets import memoized, redact_data, redactor
 

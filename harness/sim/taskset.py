@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import Field
 
-from harness.sim.suite import TaskCase, load_suite, suite_stamp
+from harness.sim.suite import TaskCase, load_cases, suite_stamp
 from harness.specs.base import Spec
 from harness.specs.digest import canonical, file_digest, source_digest
 from harness.specs.located import Location, SpecError, built_once
@@ -146,7 +146,7 @@ def load_task_set(params: LoadTasksParams, where: str = "load_tasks") -> TaskSet
 
 
 def _task_set(params: LoadTasksParams, where: str) -> TaskSet:
-    cases = load_suite(
+    cases = load_cases(
         [Path(p) for p in params.paths],
         Path(params.personas) if params.personas else None,
         [Override.parse_in(o, "task") for o in params.overrides],

@@ -58,7 +58,7 @@ class CheckBase(Spec):
     it: `uses_judge` (its handler asks the run's judge model, `CheckContext.judge_model`, unless
     the check names its own in a `model` field), `runs_code` (it runs code the task ships, which
     needs OS isolation or the user's permission), and `passes_when`, the one line that says when
-    it passes (the README's table of kinds); the references it makes are `references()`."""
+    it passes (docs/guide/graders.md's table); the references it makes are `references()`."""
 
     uses_judge: ClassVar[bool] = False
     runs_code: ClassVar[bool] = False

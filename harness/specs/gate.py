@@ -98,7 +98,7 @@ class Gate(Spec):
         ge=-1,
         le=1,
         description="When set, llm_judge verdicts count only from a judge whose newest "
-        "calibration against human feedback (`harness judge calibrate --results-store`) holds "
+        "calibration against human feedback (`harness judge calibrate --store`) holds "
         "at least `min_judge_sessions` labelled sessions and whose Cohen's kappa's 95% interval "
         "has its lower end at least this: a compared run graded by hard llm_judge checks of an "
         "uncalibrated judge, one calibrated on too few sessions, or one whose interval reaches "

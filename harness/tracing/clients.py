@@ -42,17 +42,6 @@ def open_tracer(project: str | None = None, store: Path = TRACE_STORE) -> Tracer
     return Tracer(client)
 
 
-def open_run_tracer(project: str | None = None, store: Path = TRACE_STORE) -> Tracer:
-    """The tracer a run records with: on a W&B project, weave's client (`open_tracer`); on the
-    local store, the direct writer (`local_writer`), which records the harness's own spans,
-    plain data only, without importing weave."""
-    if project is not None:
-        return open_tracer(project, store)
-    from harness.tracing.local_writer import LocalTracer
-
-    return LocalTracer(store)
-
-
 def open_local_client(store: Path = TRACE_STORE) -> WeaveClient:
     """A weave client on the local store, made weave's global client (which feedback and ref
     reads need); also for reading traces back."""
@@ -85,7 +74,7 @@ def record_locally(store: Path | str = TRACE_STORE, patch: bool = True) -> Trace
     instead of `weave.init`. Your `@weave.op` functions, `weave.thread(...)` sessions and feedback
     then land in `store`, and with `patch` the libraries weave integrates (OpenAI, Anthropic, ...)
     are patched as `weave.init` patches them: those already imported now, the others when they
-    are imported. `harness traces to-tasks --source local --store STORE` reads them back.
+    are imported. `harness traces to-tasks --source local --trace-store STORE` reads them back.
 
     Returns the tracer; `close()` it (or use it in a `with` block) to flush at the end. A process
     killed mid-call loses only what weave had not yet written, and its calls left open are closed

@@ -135,8 +135,8 @@ def kind_summary(kind: KindRef) -> str:
 
 
 def kind_table(kinds: tuple[str, ...] = BUILTIN_KINDS) -> str:
-    """The Markdown table of check kinds (the README's): each kind's name and `kind_summary`,
-    in the order given (by default the built-in kinds')."""
+    """The Markdown table of check kinds on docs/guide/graders.md: each kind's name and
+    `kind_summary`, in the order given (by default the built-in kinds')."""
     rows = ["| kind | passes when |", "| --- | --- |"]
     for kind in kinds:
         summary = kind_summary(kind).replace("|", "\\|")

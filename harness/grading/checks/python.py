@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 
 from harness.grading.checks import CheckContext, register_check
 from harness.grading.result import Finding, Outcome
-from harness.grading.sandbox_result import MAX_MEMORY_MB, MAX_TIMEOUT_S
+from harness.grading.sandbox.result import MAX_MEMORY_MB, MAX_TIMEOUT_S
 from harness.imports import defined_names
 from harness.specs.checks import CheckBase, References
 from harness.specs.located import PathKey, display

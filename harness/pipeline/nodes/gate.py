@@ -1,6 +1,6 @@
 """`gate`: apply the regression gate to a candidate (last need) against a baseline (first need
 when two are given, otherwise the stored baseline of the candidate's suite, if any), after
-playing the evidence it needs with the two runs' variants (`harness.api.gate`)."""
+playing the evidence it needs with the two runs' variants (`harness.gate.play`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import Field
 
-from harness.api.gate import gate_async
 from harness.defaults import GATE_CONFIG
 from harness.gate import load_gate_config
+from harness.gate.play import gate_async
 from harness.gate.suites import baseline_for
 from harness.pipeline.nodes import NodeContext, NodeKind, file_digest, register
 from harness.pipeline.types import GateDecision, Graded

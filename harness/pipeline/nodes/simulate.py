@@ -13,14 +13,14 @@ from pydantic import Field
 
 from harness.defaults import MAX_CONCURRENCY, MAX_TRIALS
 from harness.engine.executors import check_executor
-from harness.engine.play import play_run
+from harness.engine.play import play_run, run_config
 from harness.pipeline.nodes import NodeContext, NodeKind, register
 from harness.pipeline.types import Episodes, Tasks
 from harness.sim.agent import check_agent
 from harness.sim.suite import check_variant
 from harness.specs.agent import AgentVariant
 from harness.specs.base import Spec
-from harness.specs.load import Loaded, load_agent, variant_lineage
+from harness.specs.load import Loaded, load_agent
 from harness.specs.overrides import Override
 
 
@@ -81,15 +81,14 @@ async def run(params: SimulateParams, inputs: list[Any], ctx: NodeContext) -> Ep
     loaded = planned_variant(params, ctx)
     check_variant(loaded, tasks.cases)
     variant = loaded.spec
-    config = {
-        "agent": params.agent,
-        "overrides": params.overrides,
-        "trials": params.trials,
-        "variant": variant.model_dump(mode="json"),
-        "tasks": tasks.source,
-        "suite": tasks.task_hashes,
-        "lineage": variant_lineage(Path(params.agent), variant.name),
-    }
+    config = run_config(
+        Path(params.agent),
+        params.overrides,
+        variant,
+        params.trials,
+        tasks.source,
+        tasks.task_hashes,
+    )
     # The run this node's key started before (resumed), else a new one; `--fresh`: a new one.
     engine = ctx.engine
     engine.executor = ctx.executor or params.executor

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.sim.suite import load_suite
+from harness.sim.suite import load_cases
 from harness.specs.overrides import Override
 from harness.store import RunInfo, Store, StoredTask
 
@@ -37,7 +37,7 @@ def run_tasks(info: RunInfo) -> RunTasks:
     paths = [Path(p) for p in recorded["paths"]]
     personas = recorded.get("personas")
     try:
-        cases = load_suite(
+        cases = load_cases(
             paths,
             Path(personas) if personas else None,
             [Override.parse_in(o, "task") for o in recorded.get("set") or []],
