@@ -198,7 +198,7 @@ def same_payload() -> tuple[list[dict], str, dict[str, str]]:
 
     from harness.domains.base import resolve_domain
     from harness.models.wire_openai import to_wire_tools
-    from harness.sim.agent import tool_result
+    from harness.sim.tool_handle import tool_result
     from harness.transcript import ToolCall
 
     agent = yaml.safe_load(AGENT)

@@ -159,6 +159,11 @@ class CompareOptions(Options):
         allow_inf_nan=False,
         description="Most share of episodes without evidence before nothing is decided (0 to 1).",
     )
+    allow_suite_change: StrictBool = Field(
+        default=False,
+        description="Compare runs of different suites on the tasks both played; otherwise they "
+        "are refused, as the gate refuses them.",
+    )
 
 
 class MiningOptions(Options):

@@ -154,10 +154,14 @@ def load_plugins(start: Path | None = None) -> None:
         return
     _loaded = True
     project = find_project(start)
-    from harness.imports import UnresolvedReference, import_module
+    from harness.imports import UnresolvedReference, UserCodeError, import_module
 
     for plugin in project.plugins:
         try:
             import_module(plugin, project.root)
+        except UserCodeError:
+            _loaded = False  # the next lookup says it again, rather than missing the plug-in
+            raise  # located in the plug-in's own file, where the fix is
         except UnresolvedReference as exc:
+            _loaded = False
             raise ProjectError(f"{project.source}: plugins: {exc}") from None

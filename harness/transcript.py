@@ -121,6 +121,9 @@ class EpisodeError(BaseModel):
 
     side: Side = Field(description="The side that failed.")
     message: str = Field(description="One-line reason.")
+    detail: str = Field(
+        default="", description="More on it: the last frames of the agent's code that crashed."
+    )
 
 
 class Transcript(BaseModel):

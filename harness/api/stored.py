@@ -237,9 +237,11 @@ def compare_stored(
     judge: ModelRef | None,
     markdown: Path | None,
     max_error_rate: float = MAX_ERROR_RATE,
+    allow_suite_change: bool = False,
 ) -> StoredComparison:
     """Two stored runs compared (`harness.api.compare`, with the options' model runtime for the
-    relative judge), and the Markdown summary written when asked."""
+    relative judge; runs of different suites refused unless `allow_suite_change`), and the
+    Markdown summary written when asked."""
     store = open_store(options.store, "no results store")
     try:
         stored_run(store, run_a)
@@ -250,6 +252,7 @@ def compare_stored(
         result = compare(
             run_a, run_b, store=options.store, judge_model=judge,
             max_error_rate=max_error_rate, runtime=runtime,
+            allow_suite_change=allow_suite_change,
         )  # fmt: skip
     finally:
         if runtime is not None:

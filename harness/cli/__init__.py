@@ -5,6 +5,7 @@ prints, importing heavy modules inside the command so that `harness --help` stay
 from __future__ import annotations
 
 import gc
+import inspect
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -68,7 +69,7 @@ class _Commands(TyperGroup):
     def get_command(self, ctx: Context, name: str) -> Command | None:
         found = super().get_command(ctx, name)
         if found is not None:
-            return found
+            return unwrap_help(found)
         from importlib.metadata import entry_points
 
         for point in entry_points(group=COMMANDS_GROUP, name=name):
@@ -78,8 +79,33 @@ class _Commands(TyperGroup):
                 typer.echo(f"harness: plug-in command '{name}' ({point.value}): {exc}", err=True)
                 raise SystemExit(2) from None
             command.name = name
-            return command
+            return unwrap_help(command)
         return None
+
+
+def unwrap_help(command: Command) -> Command:
+    """`command` and its subcommands with each paragraph of their help on one line. A docstring
+    is wrapped to the source's width, and Typer's rich help keeps those line breaks in every
+    paragraph but the first (and in the first, too, in a group's list of commands), so a
+    sentence broke wherever the source line ended, whatever the terminal's width. Joined, rich
+    wraps each paragraph to the terminal. A paragraph that starts with `\\b` keeps its lines,
+    as in click."""
+    for attribute in ("help", "short_help"):
+        text = getattr(command, attribute, None)
+        if text:
+            paragraphs = inspect.cleandoc(text).split("\n\n")
+            setattr(command, attribute, "\n\n".join(map(_one_line, paragraphs)))
+    for sub in getattr(command, "commands", {}).values():
+        unwrap_help(sub)
+    return command
+
+
+def _one_line(paragraph: str) -> str:
+    return (
+        paragraph
+        if paragraph.startswith("\b")
+        else " ".join(line.strip() for line in paragraph.split("\n"))
+    )
 
 
 app = typer.Typer(

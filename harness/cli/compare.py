@@ -70,6 +70,14 @@ def compare(
             "above it the verdict is 'undecided: errors', as the gate's ceiling.",
         ),
     ] = defaults.MAX_ERROR_RATE,
+    allow_suite_change: Annotated[
+        bool,
+        typer.Option(
+            "--allow-suite-change",
+            help="Compare two stored runs of different suites (task ids and contents) on the "
+            "tasks both played, said first; otherwise refused, as the gate refuses them.",
+        ),
+    ] = False,
     markdown: Annotated[Path | None, typer.Option(help="Also write a Markdown summary.")] = None,
     set_: Annotated[
         list[str] | None,
@@ -124,7 +132,10 @@ def compare(
                 )
             relative = None if no_relative else judge
             with json_stdout(as_json):
-                done = compare_stored(options, runs[0], runs[1], relative, markdown, max_error_rate)
+                done = compare_stored(
+                    options, runs[0], runs[1], relative, markdown, max_error_rate,
+                    allow_suite_change,
+                )  # fmt: skip
             if as_json:
                 print_json(stored_summary(store, runs, [done.result], files=done.files))
                 _say_unjudged(unjudged)

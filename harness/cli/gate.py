@@ -72,15 +72,22 @@ def gate(
 ) -> None:
     """The CI regression gate: may the candidate run replace the baseline?
 
-    Before deciding, it plays the evidence a rule needs with the runs' own agents: more trials
-    of a regression-tagged task that declined, on both sides, up to the gate file's max_trials;
-    episodes without evidence again. Exit 0 when it may; 1 naming every rule it breaks (errors
-    without evidence, too few tasks, level floors, a significant drop over tasks, a regressed
-    regression-tagged task, cost and latency budgets), and when a rule is still UNDECIDED
-    (unless the gate file says on_undecided: warn); 2 on a bad config, missing runs, runs of
-    different suites without --allow-suite-change, or trials one side lacks that could not be
-    played. Writes JUnit XML and a Markdown summary. --json prints one JSON summary instead
-    (both runs and the decision), with the same exit code."""
+    It decides on evidence only. First it plays what a rule needs, with the runs' own agents:
+    more trials on both sides of a regression-tagged task that declined (up to the gate file's
+    max_trials), episodes without evidence again, trials one side lacks. Then it decides once.
+
+    Rules: episodes without evidence over max_error_rate; fewer than min_tasks tasks; level and
+    tag floors; worse than the baseline (a one-sided sign-flip test over tasks); each
+    regression-tagged task on its own (a one-sided Fisher exact test of its trials on both
+    sides, so gains on other tasks never hide a broken one); cost and latency budgets; judge
+    agreement. The tests share the gate file's alpha as one family (discrete Bonferroni).
+
+    Exit 0 on PASS (every rule passed). Exit 1 on FAIL (each failed rule named with its figures)
+    and on UNDECIDED (no rule failed but one could not decide even with the evidence played:
+    never a pass; with on_undecided: warn in the gate file it exits 0, warning). Exit 2 on a bad
+    config, missing runs, runs of different suites without --allow-suite-change, or trials one
+    side lacks that could not be played. Writes JUnit XML and a Markdown summary; --json prints
+    one JSON summary instead (both runs and the decision), with the same exit code."""
     from rich.markup import escape
 
     from harness.api.stored import gate_stored, stored_summary

@@ -13,6 +13,7 @@ from harness.cli._common import (
     print_json,
     warn_unsandboxed,
 )
+from harness.defaults import MAX_ERROR_RATE
 from harness.store_location import StoreLocation
 
 if TYPE_CHECKING:
@@ -22,11 +23,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ErroredRun:
-    """A graded run whose every episode errored: it has no pass rate, and nothing it says
-    about the agent stands."""
+    """A graded run with more errored episodes than a gate accepts (its max_error_rate,
+    `RunFigures.too_many_errors`): its pass rate is no result, and nothing it says about the
+    agent stands."""
 
     run_id: str
     sides: dict[str, int]  # errors by the side that failed
+    episodes: int = 0  # stored, graded or not (0: as many as errored)
 
     @property
     def agent_only(self) -> bool:
@@ -43,34 +46,41 @@ class ErroredRun:
     def line(self) -> str:
         """One line saying so, and why the exit code is what it is."""
         by_side = ", ".join(f"{side} {n}" for side, n in sorted(self.sides.items()))
+        errors = sum(self.sides.values())
         why = (
-            "the agent under test failed every episode"
+            "the agent under test failed"
             if self.agent_only
             else "the harness or what it runs on (the agent's model provider, tools, user "
             "simulator, judge) failed, not the agent"
         )
+        if errors >= self.episodes:
+            return (
+                f"run {self.run_id}: every episode errored ({by_side}), none graded: {why} "
+                f"(exit {self.exit_code})"
+            )
         return (
-            f"run {self.run_id}: every episode errored ({by_side}), none graded: {why} "
-            f"(exit {self.exit_code})"
+            f"run {self.run_id}: {errors} of {self.episodes} episodes errored ({by_side}), "
+            f"more than the {MAX_ERROR_RATE:.0%} a gate accepts: {why} (exit {self.exit_code})"
         )
 
 
 def errored_runs(store: Store, outcome: Outcome) -> list[ErroredRun]:
-    """The graded runs of a pipeline whose every episode errored (pass rate n/a)."""
+    """The graded runs of a pipeline with too many errored episodes (`RunFigures.too_many_errors`:
+    more than a gate's default `max_error_rate`)."""
     from harness.report.summary import run_figures
 
-    graded = outcome.graded
-    return [
-        ErroredRun(run_id, dict(run_figures(store, run_id).errors_by_side))
-        for run_id, run in sorted(graded.items())
-        if run.counts.get("error") and not run.counts.get("pass") and not run.counts.get("fail")
-    ]
+    errored = []
+    for run_id in sorted(outcome.graded):
+        figures = run_figures(store, run_id)
+        if figures.too_many_errors:
+            errored.append(ErroredRun(run_id, dict(figures.errors_by_side), figures.episodes))
+    return errored
 
 
 def outcome_exit_code(outcome: Outcome, errored: list[ErroredRun] | None = None) -> int:
-    """3 when a node failed (the harness could not finish: no decision stands) or a run's every
-    episode errored on a side other than the agent's; 1 when every episode of a run errored on
-    the agent's side, or a reported gate blocks (failed, or UNDECIDED under on_undecided:
+    """3 when a node failed (the harness could not finish: no decision stands) or a run's
+    errored episodes are more than a gate accepts, on a side other than the agent's; 1 when on
+    the agent's side only, or a reported gate blocks (failed, or UNDECIDED under on_undecided:
     fail); else 0."""
     if outcome.execution.failed:
         return EXIT_HARNESS

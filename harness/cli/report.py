@@ -13,10 +13,16 @@ from harness.cli._common import StoreOpt, fail, user_errors
 
 
 def report(
-    run_id: Annotated[str, typer.Argument(help="The run to report (A of a comparison).")],
+    run_id: Annotated[
+        str, typer.Argument(help="The run to report; with --against, the baseline (A).")
+    ],
     against: Annotated[
         str | None,
-        typer.Option(help="A second run (B): the A/B comparison and side-by-side transcripts."),
+        typer.Option(
+            help="The candidate run (B): the page is titled 'B vs A', with the A/B comparison, "
+            "the gate's rules when a gate judged the two (its roles win) and side-by-side "
+            "transcripts."
+        ),
     ] = None,
     out: Annotated[Path, typer.Option(help="The HTML file to write.")] = Path("report.html"),
     store: StoreOpt = defaults.RESULTS_STORE,  # type: ignore[assignment]  # typer parses it

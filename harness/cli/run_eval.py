@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -33,6 +35,7 @@ from harness.cli._common import (
 )
 from harness.cli._executor import ExecutorOpt, WorkersOpt, executor_name
 from harness.cli.outcome import print_outcome
+from harness.store_location import StoreTarget
 
 
 def run_eval(
@@ -105,6 +108,7 @@ def run_eval(
     from harness.specs.located import Location, SpecError
     from harness.specs.references import check_paths
 
+    started: list[str] = []  # the pipeline's id, once it started (what Ctrl-C names)
     options = RunOptions(
         store=store,
         cache=None if no_cache else cache,
@@ -114,14 +118,14 @@ def run_eval(
         weave_project=weave_project,
         traces=None if no_traces else traces,
         fresh=fresh,
-        on_start=announce,
+        on_start=lambda pipeline_id, name: _started(started, pipeline_id, name),
         executor=executor_name(executor),
         workers=workers,
         unsafe_checkers=unsafe_checkers,
         keep_store=True,  # the summary reads the store the pipeline opened
     )
     forms = {"a DAG file": dag, "--tasks/--agent": tasks or agent, "--resume": resume}
-    with user_errors(), json_stdout(as_json):
+    with user_errors(), json_stdout(as_json), stopped_by_ctrl_c(store, started):
         # The rules `harness.evaluate` checks its options with, before anything is written.
         checked(
             EvalOptions, "run-eval", cli=True, trials=trials, concurrency=concurrency,
@@ -151,3 +155,49 @@ def run_eval(
                 selection=task_selection(ids, tags, level, sample, seed, limit),
             )  # fmt: skip
     raise typer.Exit(print_outcome(outcome, store, as_json))
+
+
+def _started(started: list[str], pipeline_id: str, name: str) -> None:
+    """Keep the id of the pipeline that started (for the line of a Ctrl-C) and announce it."""
+    started.append(pipeline_id)
+    announce(pipeline_id, name)
+
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process Ctrl-C stopped
+
+
+@contextmanager
+def stopped_by_ctrl_c(store: StoreTarget, started: list[str]) -> Iterator[None]:
+    """Ctrl-C: what finished is stored; one line says so and how to finish the rest, exit 130
+    (a second Ctrl-C while the run winds down exits at once, the same way)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise typer.Exit(interrupted(store, started[0] if started else None)) from None
+
+
+def interrupted(store: StoreTarget, pipeline_id: str | None) -> int:
+    """The one line of a run Ctrl-C stopped: how many episodes it stored (each is stored as it
+    finishes) and the command that plays only the missing ones; returns the exit code."""
+    from harness.api.stored import open_store, stored_runs
+
+    if pipeline_id is None:
+        typer.echo("harness: interrupted before the pipeline started; nothing stored", err=True)
+        return EXIT_INTERRUPTED
+    try:
+        opened = open_store(store)
+        try:
+            runs = stored_runs(opened, pipeline_id)
+            count = sum(len(opened.episode_keys(run.id)) for run in runs)
+        finally:
+            opened.close()
+        stored = f"{count} finished episode{'s' if count != 1 else ''} stored"
+    except Exception:  # pylint: disable=broad-exception-caught  # the line matters more
+        stored = "finished episodes stored"
+    where = "" if str(store) == str(defaults.RESULTS_STORE) else f" --store {store}"
+    typer.echo(
+        f"harness: interrupted: {stored}; resume with: "
+        f"harness run-eval --resume {pipeline_id}{where}",
+        err=True,
+    )
+    return EXIT_INTERRUPTED

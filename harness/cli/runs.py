@@ -57,6 +57,7 @@ def runs_show(
     with --results, the run's summary table instead."""
     import yaml
 
+    from harness.report.paths import relative_paths
     from harness.store import Store
 
     if results_:
@@ -90,7 +91,8 @@ def runs_show(
             "config": run.config,
         }
     results.close()
-    typer.echo(yaml.safe_dump(shown, sort_keys=False, allow_unicode=True))
+    # the stored config holds resolved paths (the agent file's): shown as the user types them
+    typer.echo(relative_paths(yaml.safe_dump(shown, sort_keys=False, allow_unicode=True)))
 
 
 def show_results(run_id: str, store: StoreLocation) -> None:

@@ -12,10 +12,15 @@ from harness.cli._common import fail, user_errors
 
 
 def validate(
-    paths: Annotated[list[Path], typer.Argument(help="Spec files or folders to validate.")],
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Spec files or folders to validate (default: the working folder)."),
+    ] = None,
 ) -> None:
     """Validate task, persona, agent, DAG, gate and script files (kind from `kind:`); the task
-    files given must have distinct ids, as one suite's must."""
+    files given must have distinct ids, as one suite's must. With no path, every spec of the
+    working folder (hidden folders and the project file passed over)."""
+    paths = paths or [Path(".")]
     from harness.api.pipeline import check_file
     from harness.project import use_project_of
     from harness.sim.suite import duplicate_id, load_cases

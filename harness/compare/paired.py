@@ -141,7 +141,10 @@ def _run_rate(side: GradedEpisodes, outcomes: dict[str, list[bool]]) -> RunPassR
 def _spend(side: GradedEpisodes, keys: list[Key]) -> Spend:
     rows = [side.rows[k] for k in keys]
     return Spend(
-        cost_usd=mean(r.usage.cost_usd for r in rows) if rows else 0.0,
+        cost_usd=mean(r.spend.cost_usd for r in rows) if rows else 0.0,
+        agent_cost_usd=mean(r.usage.cost_usd for r in rows) if rows else 0.0,
+        user_cost_usd=mean(r.user_usage.cost_usd for r in rows) if rows else 0.0,
+        judge_cost_usd=mean(r.judge_usage.cost_usd for r in rows) if rows else 0.0,
         latency_s=mean(r.duration_s for r in rows) if rows else 0.0,
         turns=mean(r.turns for r in rows) if rows else 0.0,
     )
@@ -232,6 +235,9 @@ def compare_episodes(
         breakdowns=_breakdowns(a, b, keys, cases),
         deltas=Spend(
             cost_usd=spend_b.cost_usd - spend_a.cost_usd,
+            agent_cost_usd=spend_b.agent_cost_usd - spend_a.agent_cost_usd,
+            user_cost_usd=spend_b.user_cost_usd - spend_a.user_cost_usd,
+            judge_cost_usd=spend_b.judge_cost_usd - spend_a.judge_cost_usd,
             latency_s=spend_b.latency_s - spend_a.latency_s,
             turns=spend_b.turns - spend_a.turns,
         ),

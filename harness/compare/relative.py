@@ -67,10 +67,15 @@ async def compare_runs(
     cases: Sequence[PlayedTask],
     judge: ChatModel | None = None,
     max_error_rate: float = defaults.MAX_ERROR_RATE,
+    only: set[str] | None = None,
 ) -> ComparisonResult:
     """Compare two stored runs; with a judge, also ask it which transcript of each pair is
-    better. The one comparison of stored runs, for the `compare` node and command alike."""
+    better. The one comparison of stored runs, for the `compare` node and command alike.
+    `only`: the task ids to compare on (the tasks two suites share), else every task."""
     a, b = GradedEpisodes.load(store, run_a), GradedEpisodes.load(store, run_b)
+    if only is not None:
+        a, b = a.only_tasks(only), b.only_tasks(only)
+        cases = [case for case in cases if case.task.id in only]
     result = compare_episodes(a, b, cases, max_error_rate=max_error_rate)
     if judge is not None:
         result.relative = await judge_pairs(store, a, b, cases, judge)

@@ -102,7 +102,14 @@ class PassHatK(BaseModel):
 class Spend(BaseModel):
     """Mean cost, time and turns per episode."""
 
-    cost_usd: float = Field(description="US dollars per episode.")
+    cost_usd: float = Field(
+        description="US dollars per episode: agent, simulated user and judges together."
+    )
+    agent_cost_usd: float = Field(default=0.0, description="The agent's US dollars per episode.")
+    user_cost_usd: float = Field(
+        default=0.0, description="The simulated user's US dollars per episode."
+    )
+    judge_cost_usd: float = Field(default=0.0, description="The judges' US dollars per episode.")
     latency_s: float = Field(description="Seconds per episode.")
     turns: float = Field(description="Turns per episode.")
 
@@ -130,6 +137,25 @@ class RelativeJudgement(BaseModel):
     high: float = Field(description="Upper end of the same interval.")
     tasks: int = Field(default=0, description="Tasks with at least one decided pair.")
     usage: Usage = Field(default_factory=Usage, description="The judge's calls, both orders.")
+
+    @property
+    def judged(self) -> int:
+        """Pairs the judge decided (won by either side, or even)."""
+        return self.b_wins + self.a_wins + self.ties
+
+    def line(self) -> str:
+        """'relative judge: B wins 62.5% (CI ...)', or 'relative judge: no judgements (...)' when
+        the judge decided no pair: a win rate of nothing judged is no figure (it would read 50%)."""
+        counts = (
+            f"{self.b_wins} wins, {self.a_wins} losses, {self.ties} ties, "
+            f"{self.judge_errors} judge errors"
+        )
+        if not self.judged:
+            return f"relative judge: no judgements ({self.judge_errors} judge errors)"
+        return (
+            f"relative judge: B wins {self.win_rate:.1%} (95% CI {self.low:.1%}-{self.high:.1%}, "
+            f"clustered by {self.tasks} tasks; {counts})"
+        )
 
 
 class SideErrors(BaseModel):
@@ -190,6 +216,11 @@ class ComparisonResult(BaseModel):
     spend: Spends = Field(description="Spend per episode of both variants.")
     flipped_to_fail: list[str] = Field(description="Tasks A mostly passed and B mostly fails.")
     flipped_to_pass: list[str] = Field(description="Tasks A mostly failed and B mostly passes.")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the comparison covers when it is not both runs whole (runs of "
+        "different suites compared on the tasks they share), printed first.",
+    )
     relative: RelativeJudgement | None = Field(
         default=None, description="The relative judge's win rate, when it was asked."
     )

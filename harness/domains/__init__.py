@@ -3,6 +3,8 @@
 from harness.domains.base import (
     DOMAINS,
     Environment,
+    ToolBroken,
+    ToolCrashed,
     ToolError,
     ToolOutcome,
     ToolTimeout,
@@ -18,6 +20,8 @@ from harness.domains.trace_replay import TraceReplay
 __all__ = [
     "DOMAINS",
     "Environment",
+    "ToolBroken",
+    "ToolCrashed",
     "ToolError",
     "ToolOutcome",
     "ToolTimeout",

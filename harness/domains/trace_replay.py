@@ -28,6 +28,7 @@ class TraceReplay:
     `for_state(state)` to return `with_tools(specs)` and answers those tools in
     `call_data_tool(name, arguments)`."""
 
+    _trace_replay_mixin: ClassVar[bool] = True  # how `Environment` knows it (base.py: no import)
     id_patterns: ClassVar[dict[str, str]] = {}
     """The domain's kinds of ids, as name -> regex (e.g. `{"ticket_id": "T-[0-9]+"}`): tasks
     made from production conversations name each id a user mentions by its kind. When none are

@@ -298,7 +298,7 @@ def record_decision(
     lines = [*result.reasons, *(f"undecided: {line}" for line in result.undecided)]
     store.add_gate_result(
         result.candidate_run, result.baseline_run, result.candidate_variant, result.passed,
-        rate, lines,
+        rate, lines, result.model_dump_json(),
     )  # fmt: skip
     return result
 

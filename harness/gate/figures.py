@@ -56,6 +56,15 @@ class BudgetFigures(BaseModel):
     cost_usd_per_episode: float = Field(
         description="Mean cost per episode: agent, simulated user and judge calls."
     )
+    agent_cost_usd_per_episode: float = Field(
+        default=0.0, description="Mean cost per episode of the agent's model calls."
+    )
+    user_cost_usd_per_episode: float = Field(
+        default=0.0, description="Mean cost per episode of the simulated user's model calls."
+    )
+    judge_cost_usd_per_episode: float = Field(
+        default=0.0, description="Mean cost per episode of the judges' model calls."
+    )
     latency_s_p95: float = Field(description="95th-percentile episode wall time in seconds.")
     unpriced_models: list[str] = Field(
         default_factory=list,

@@ -11,6 +11,7 @@ from statistics import mean, quantiles
 from typing import Literal
 
 from harness.compare import ComparisonResult, GradedEpisodes
+from harness.compare.money import against, as_written, usd, usd_against
 from harness.gate.family import (
     REGRESSION,
     WORSE,
@@ -236,18 +237,27 @@ def budget_rules(config: Gate, candidate: GradedEpisodes) -> tuple[BudgetFigures
         if len(durations) > 1
         else (durations[0] if durations else 0.0)
     )
+    roles = {
+        "agent": mean(r.usage.cost_usd for r in rows) if rows else 0.0,
+        "user": mean(r.user_usage.cost_usd for r in rows) if rows else 0.0,
+        "judge": mean(r.judge_usage.cost_usd for r in rows) if rows else 0.0,
+    }
     budgets, checks = config.budgets, []
     if budgets.cost_usd_per_episode is not None:
         limit = budgets.cost_usd_per_episode
+        by_role = ", ".join(f"{role} {usd(spent)}" for role, spent in roles.items())
         if unpriced:
             detail = (
                 f"cost budget: cannot be checked: no price for {', '.join(unpriced)} (their "
-                f"calls count as $0, so ${cost:.4f} per episode is a lower bound); add them to "
-                "a --prices file"
+                f"calls count as $0, so {usd(cost)} per episode ({by_role}) is a lower bound); "
+                "add them to a --prices file"
             )
         else:
             verb = "is over" if cost > limit else "is within"
-            detail = f"cost budget: ${cost:.4f} per episode {verb} the budget of ${limit:g}"
+            detail = (
+                f"cost budget: {usd_against(cost, limit)} per episode ({by_role}) {verb} the "
+                f"budget of ${as_written(limit)}"
+            )
         passed = not unpriced and cost <= limit
         checks.append(RuleCheck(rule="cost budget", passed=passed, detail=detail))
     if budgets.latency_s_p95 is not None:
@@ -256,9 +266,18 @@ def budget_rules(config: Gate, candidate: GradedEpisodes) -> tuple[BudgetFigures
             RuleCheck(
                 rule="latency budget",
                 passed=not over,
-                detail=f"latency budget: 95th-percentile episode time {p95:.1f}s "
-                f"{'is over' if over else 'is within'} the budget of {budgets.latency_s_p95:g}s",
+                detail=f"latency budget: 95th-percentile episode time "
+                f"{against(p95, budgets.latency_s_p95, 1)}s "
+                f"{'is over' if over else 'is within'} the budget of "
+                f"{as_written(budgets.latency_s_p95)}s",
             )
         )
-    figures = BudgetFigures(cost_usd_per_episode=cost, latency_s_p95=p95, unpriced_models=unpriced)
+    figures = BudgetFigures(
+        cost_usd_per_episode=cost,
+        agent_cost_usd_per_episode=roles["agent"],
+        user_cost_usd_per_episode=roles["user"],
+        judge_cost_usd_per_episode=roles["judge"],
+        latency_s_p95=p95,
+        unpriced_models=unpriced,
+    )
     return figures, checks

@@ -61,13 +61,16 @@ def compare_suites(baseline: dict[str, str], candidate: dict[str, str]) -> Suite
     )
 
 
-def describe_change(suite: SuiteFigures) -> str:
-    """What differs between two suites, in one line."""
+def describe_change(
+    suite: SuiteFigures, baseline: str = "the baseline", candidate: str = "the candidate"
+) -> str:
+    """What differs between two suites, in one line (`baseline` and `candidate` name the two
+    runs: 'A' and 'B' in a comparison)."""
     parts = [
         f"{label}: {', '.join(tasks)}"
         for label, tasks in (
-            ("only in the baseline", suite.only_baseline),
-            ("only in the candidate", suite.only_candidate),
+            (f"only in {baseline}", suite.only_baseline),
+            (f"only in {candidate}", suite.only_candidate),
             ("changed content", suite.changed),
         )
         if tasks

@@ -276,6 +276,9 @@ async def execute(
         except Exception as exc:
             status.state, status.error = "failed", f"{type(exc).__name__}: {exc}"
             raise
+        except asyncio.CancelledError:  # Ctrl-C: what it stored stays, for --resume
+            status.state, status.error = "failed", "interrupted"
+            raise
         finally:
             status.finished = time.monotonic()
         status.key = keys[node.id] = key

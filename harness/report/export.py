@@ -36,14 +36,27 @@ class EpisodeExport(BaseModel):
     agent_output_tokens: int = Field(description="Completion tokens of the agent's calls.")
     user_input_tokens: int = Field(description="Prompt tokens of the simulated user's calls.")
     user_output_tokens: int = Field(description="Completion tokens of the simulated user's calls.")
-    cost_usd: float = Field(description="Cost of the agent's and the user's calls, US dollars.")
+    judge_input_tokens: int = Field(default=0, description="Prompt tokens of the judges' calls.")
+    judge_output_tokens: int = Field(
+        default=0, description="Completion tokens of the judges' calls."
+    )
+    agent_cost_usd: float = Field(default=0.0, description="Cost of the agent's calls, US dollars.")
+    user_cost_usd: float = Field(
+        default=0.0, description="Cost of the simulated user's calls, US dollars."
+    )
+    judge_cost_usd: float = Field(
+        default=0.0, description="Cost of the judges' calls grading the episode, US dollars."
+    )
+    cost_usd: float = Field(
+        description="The episode's whole cost (agent, simulated user and judges), US dollars."
+    )
 
 
 def export_rows(store: Store, runs: Iterable[RunInfo]) -> Iterator[EpisodeExport]:
     """Each stored episode of the runs, by run, task and trial, read a page at a time."""
     for info in runs:
         for row in store.episode_rows(info.id):
-            verdict = row.verdict
+            verdict, judged = row.verdict, row.judge_usage
             yield EpisodeExport(
                 run_id=info.id,
                 task=row.task_id,
@@ -62,7 +75,12 @@ def export_rows(store: Store, runs: Iterable[RunInfo]) -> Iterator[EpisodeExport
                 agent_output_tokens=row.usage.output_tokens,
                 user_input_tokens=row.user_usage.input_tokens,
                 user_output_tokens=row.user_usage.output_tokens,
-                cost_usd=row.usage.cost_usd + row.user_usage.cost_usd,
+                judge_input_tokens=judged.input_tokens,
+                judge_output_tokens=judged.output_tokens,
+                agent_cost_usd=row.usage.cost_usd,
+                user_cost_usd=row.user_usage.cost_usd,
+                judge_cost_usd=judged.cost_usd,
+                cost_usd=row.spend.cost_usd,
             )
 
 

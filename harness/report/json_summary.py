@@ -32,6 +32,11 @@ class RunSummary(BaseModel):
     trials: int = Field(description="Fewest graded trials of a task.")
     errors: int = Field(description="Episodes graded error: evidence of neither pass nor fail.")
     errors_by_side: dict[str, int] = Field(description="Errors by the side that failed.")
+    too_many_errors: bool = Field(
+        default=False,
+        description="More episodes errored than a gate accepts (harness.defaults.MAX_ERROR_RATE):"
+        " the pass rate is no result, and the command exits non-zero.",
+    )
     soft_errors_by_side: dict[str, int] = Field(
         description="Episodes whose verdict stands while a soft check could not decide, by side."
     )
@@ -49,7 +54,7 @@ class RunSummary(BaseModel):
             run_id=figures.run_id,
             variant=figures.variant,
             variant_hash=figures.variant_hash,
-            episodes=sum(len(line.turns) for line in figures.tasks),
+            episodes=figures.episodes,
             passed=figures.passed,
             graded=figures.graded,
             pass_rate=figures.rate if figures.graded else None,
@@ -60,13 +65,12 @@ class RunSummary(BaseModel):
             trials=figures.trials,
             errors=errors,
             errors_by_side=dict(figures.errors_by_side),
+            too_many_errors=figures.too_many_errors,
             soft_errors_by_side=dict(figures.soft_errors_by_side),
             agent_usage=figures.usage,
             user_usage=figures.user_usage,
             judge_usage=figures.judge_usage,
-            cost_usd=sum(
-                u.cost_usd for u in (figures.usage, figures.user_usage, figures.judge_usage)
-            ),
+            cost_usd=figures.cost_usd,
         )
 
 

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from harness.report.contents import ReportContents
+from harness.report.paths import relative_paths
 from harness.report.summary import run_figures
 from harness.store import Store
 
@@ -59,4 +60,6 @@ def write_junit(store: Store, report: ReportContents, path: Path) -> None:
         elif lines:  # undecided under on_undecided: warn: shown, not failed
             ET.SubElement(case, "system-out").text = "\n".join(lines)
     path.parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
+    # no absolute path of the user's machine in a CI artefact (`relative_paths`)
+    text = relative_paths(ET.tostring(suites, encoding="unicode"))
+    path.write_text(f"<?xml version='1.0' encoding='utf-8'?>\n{text}", encoding="utf-8")

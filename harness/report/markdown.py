@@ -12,6 +12,7 @@ from harness.report.lines import (
     mcnemar_line,
     verdict_line,
 )
+from harness.report.paths import relative_paths
 from harness.report.summary import run_figures
 from harness.store import Store
 
@@ -24,7 +25,8 @@ def _rate(side: PassRate) -> str:
 
 
 def render_markdown(store: Store, report: ReportContents) -> str:
-    """Gate decisions first, then comparisons, then each run's table."""
+    """Gate decisions first, then comparisons, then each run's table; no absolute path of
+    the user's machine (`relative_paths`): a pull-request comment is read by others."""
     out: list[str] = []
     for gate in report.gates:
         out += _gate(gate)
@@ -32,7 +34,7 @@ def render_markdown(store: Store, report: ReportContents) -> str:
         out += _comparison(comparison)
     for run in report.runs:
         out += _run(store, run)
-    return "\n".join(out).rstrip() + "\n"
+    return relative_paths("\n".join(out).rstrip() + "\n")
 
 
 def _gate(gate: GateResult) -> list[str]:
@@ -71,7 +73,8 @@ def _gate(gate: GateResult) -> list[str]:
 
 
 def _comparison(r: ComparisonResult) -> list[str]:
-    out = [f"## {r.b.variant} vs {r.a.variant}\n", f"**{verdict_line(r)}**\n"]
+    out = [f"## {r.b.variant} vs {r.a.variant}\n", *(f"{note}\n" for note in r.notes)]
+    out.append(f"**{verdict_line(r)}**\n")
     out.append("| | A | B |\n|---|---|---|")
     out.append(f"| pass rate | {_rate(r.a)} | {_rate(r.b)} |")
     for hat in r.pass_hat_k:
@@ -93,10 +96,8 @@ def _comparison(r: ComparisonResult) -> list[str]:
     if rows:
         out += ["\n| by | group | A | B | B - A (95% CI) | p |", "|---|---|---|---|---|---|", *rows]
     if r.relative is not None:
-        rel = r.relative
-        out.append(
-            f"Relative judge: B wins {rel.win_rate:.1%} (95% CI {rel.low:.1%}-{rel.high:.1%})."
-        )
+        line = r.relative.line()
+        out.append(f"{line[0].upper()}{line[1:]}.")
     out.append(f"\nFlipped to fail: {', '.join(r.flipped_to_fail) or 'none'}  ")
     out.append(f"Flipped to pass: {', '.join(r.flipped_to_pass) or 'none'}\n")
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from harness.defaults import MAX_ERROR_RATE
 from harness.stats import RunRate, run_rate, suite_pass_hat_k
 from harness.store import EpisodeRow, Store
 from harness.transcript import EndReason, Usage
@@ -75,6 +76,46 @@ class RunFigures:
         """What the interval covers, as every printer says it."""
         return interval_text(self.pass_rate)
 
+    @property
+    def episodes(self) -> int:
+        """Episodes stored, graded or not."""
+        return sum(len(line.turns) for line in self.tasks)
+
+    @property
+    def errors(self) -> int:
+        """Episodes graded error: evidence of neither pass nor fail."""
+        return sum(self.errors_by_side.values())
+
+    @property
+    def too_many_errors(self) -> bool:
+        """Whether more of the run's episodes errored than a gate accepts (its default
+        `max_error_rate`, `harness.defaults.MAX_ERROR_RATE`): beyond it no gate or comparison
+        decides on the run, so its pass rate is no result and a summary says so first."""
+        return self.errors > 0 and self.errors > MAX_ERROR_RATE * self.episodes
+
+    @property
+    def counts_text(self) -> str:
+        """'3/9 episodes', or with errors '3/3 graded of 9 episodes': a rate never reads as if
+        the errored episodes did not exist."""
+        if not self.errors:
+            return f"{self.passed}/{self.graded} episodes"
+        return f"{self.passed}/{self.graded} graded of {self.episodes} episodes"
+
+    @property
+    def cost_usd(self) -> float:
+        """Agent, simulated user and judges together, in US dollars."""
+        return self.usage.cost_usd + self.user_usage.cost_usd + self.judge_usage.cost_usd
+
+    def errored_line(self) -> str:
+        """'6 of 9 episodes errored (judge 6): ...': what a summary prints before any rate when
+        more episodes errored than a gate accepts."""
+        by_side = ", ".join(f"{side} {n}" for side, n in sorted(self.errors_by_side.items()))
+        return (
+            f"{self.errors} of {self.episodes} episodes errored ({by_side}): more than the "
+            f"{MAX_ERROR_RATE:.0%} a gate accepts, so the pass rate below, over {self.graded} "
+            "graded, is no result"
+        )
+
 
 def interval_text(rate: RunRate) -> str:
     """'95% CI 56.6%-89.9%, clustered by 22 tasks': the interval and its unit, in one phrase."""
@@ -100,7 +141,8 @@ def run_figures(store: Store, run_id: str, levels: dict[str, int] | None = None)
         if undecided:
             side = undecided[0].error_side
             soft[side.value if side else "unknown"] += 1
-            line.error_reasons[f"[soft, {undecided[0].name}] {undecided[0].reason[:60]}"] = None
+            why = shorten(undecided[0].reason, 60)
+            line.error_reasons[f"[soft, {undecided[0].name}] {why}"] = None
         usage.add(row.usage)
         user_usage.add(row.user_usage)
         judge_usage.add(row.judge_usage)
@@ -161,6 +203,12 @@ and the start of its message."""
 
 def shorten(text: str, limit: int) -> str:
     """`text` on one line (a multi-line message's lines joined), cut to `limit` characters with
-    an ellipsis: a table cell stays readable and the exception's type, first, is kept."""
+    an ellipsis at a word boundary (no word is cut in half, unless it alone is too long): a
+    table cell stays readable and the exception's type, first, is kept."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    if flat[limit - 1] != " " and " " in cut:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,;:") + "…"

@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.compare import ComparisonResult, PassRate
+from harness.compare.money import signed_usd, usd
 from harness.gate import GateResult
 from harness.report.contents import ReportContents
 from harness.report.lines import (
@@ -70,9 +71,11 @@ def print_run(figures: RunFigures, console: Console, limit: int | None = None) -
             f"{len(rest)} more tasks, {status} (every task: harness runs show "
             f"{figures.run_id} --results)"
         )
+    if figures.too_many_errors:  # before any rate: the rate is no result
+        console.print(figures.errored_line(), style="red", markup=False, highlight=False)
     rate = f"{figures.rate:.1%}" if figures.graded else "n/a"
     console.print(
-        f"pass rate [bold]{rate}[/bold] ({figures.passed}/{figures.graded} episodes, "
+        f"pass rate [bold]{rate}[/bold] ({figures.counts_text}, "
         f"{figures.interval_text}); failures {figures.graded - figures.passed}"
     )
     if figures.pass_hat_k:
@@ -95,6 +98,7 @@ def print_run(figures: RunFigures, console: Console, limit: int | None = None) -
         print_usage(role, usage, console)
     if figures.judge_usage.calls:
         print_usage("judge", figures.judge_usage, console)
+        console.print(f"cost {usd(figures.cost_usd)} (agent, user simulator and judge)")
     console.print(f"agent [bold]{figures.variant}[/bold] hash {figures.variant_hash}")
 
 
@@ -107,7 +111,7 @@ def print_usage(role: str, usage: Usage, console: Console) -> None:
     )
     console.print(
         f"{role}: {usage.calls} model calls{cached}, {usage.input_tokens:,} input and "
-        f"{usage.output_tokens:,} output tokens, ${usage.cost_usd:.4f}{unpriced}"
+        f"{usage.output_tokens:,} output tokens, {usd(usage.cost_usd)}{unpriced}"
     )
 
 
@@ -119,6 +123,8 @@ def _rate(side: PassRate) -> str:
 def print_comparison(result: ComparisonResult, console: Console) -> None:
     """Pass rates, their paired difference and tests, pass^k, breakdowns, deltas and flips."""
     a, b = result.a, result.b
+    for note in result.notes:  # what was compared, when not both runs whole
+        console.print(escape(note), style="yellow")
     console.print(f"[bold]A {a.variant}[/bold] ({a.run_id}): {_rate(a)}")
     console.print(f"[bold]B {b.variant}[/bold] ({b.run_id}): {_rate(b)}")
     console.print(f"[bold]verdict: {verdict_line(result)}[/bold]")
@@ -130,12 +136,7 @@ def print_comparison(result: ComparisonResult, console: Console) -> None:
         hats = ", ".join(f"pass^{h.k}: A {h.a:.1%}, B {h.b:.1%}" for h in result.pass_hat_k)
         console.print(hats)
     if result.relative is not None:
-        r = result.relative
-        console.print(
-            f"relative judge: B wins {r.win_rate:.1%} (CI {r.low:.1%}-"
-            f"{r.high:.1%}, clustered by {r.tasks} tasks; {r.b_wins} wins, {r.a_wins} losses, "
-            f"{r.ties} ties, {r.judge_errors} judge errors)"
-        )
+        console.print(escape(result.relative.line()))
     table = Table(title="breakdown (task-clustered)", title_justify="left")
     for column in ("by", "group", "A", "B", "B - A (95% CI)", "p"):
         table.add_column(column, overflow="fold")
@@ -149,7 +150,7 @@ def print_comparison(result: ComparisonResult, console: Console) -> None:
     console.print(table)
     deltas = result.deltas
     console.print(
-        f"deltas B - A per episode: cost ${deltas.cost_usd:+.4f}, time "
+        f"deltas B - A per episode: cost {signed_usd(deltas.cost_usd)}, time "
         f"{deltas.latency_s:+.2f}s, turns {deltas.turns:+.2f}"
     )
     console.print(f"flipped to fail: {', '.join(result.flipped_to_fail) or 'none'}")

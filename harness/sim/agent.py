@@ -10,13 +10,18 @@
       (the resolved variant: system prompt, skills, parameters), `tools.system_prompt` (the
       variant's prompt and skills as the llm runner sends them, `{domain.policy}` and
       `{domain.description}` filled), `tools.policy` (the domain's policy, the rules the judge
-      holds the agent to; "" when it has none), and `tools.call(name, **args)`
-      (sync agents) / `await tools.acall(name, **args)` (async agents), which run a tool of the
-      environment, record the call in the transcript, and return its JSON result or raise
-      `ToolError` with the environment's refusal;
+      holds the agent to; "" when it has none), and `tools.call(name, **args)` /
+      `await tools.acall(name, **args)` (either works from sync or async code; prefer `acall`
+      in async code), which run a tool of the environment, record the call in the
+      transcript, and return its JSON result or raise `ToolError` with the environment's
+      refusal;
     * it returns the assistant's reply: a string, or a dict whose `content` is a string.
-  A sync function runs in a worker thread so that it may block. An exception of your code is
-  an agent crash; but once a tool's infrastructure failed (`ToolUnavailable`, `ToolTimeout`),
+  Your code never runs on the harness's event loop (`harness.sim.agent_code`): a sync function
+  runs in a daemon thread, an async one on the agent event loop, so code that blocks or loops
+  for ever still ends at the task's `end.max_seconds` (`the agent did not answer within 10 s`),
+  and Ctrl-C still stops the run. An exception of your code is an agent crash, located at the
+  innermost frame of your code (`the agent crashed: agent.py:21 in respond: KeyError: 'id'`);
+  but once a tool's infrastructure failed (`ToolUnavailable`, `ToolTimeout`),
   the turn ends as an error of the tool side whatever your code does with the exception (lets
   it through, raises another, or swallows it and replies), and no further tool runs.
 - `http`: your agent service behind an OpenAI-compatible chat endpoint (`model.base_url`); it is
@@ -34,7 +39,8 @@ What counts against the agent (the one place this is decided; `harness.sim.episo
 - **The agent's failures** end the episode with `agent_crash` (side `agent`) and are graded as
   a `fail`, so every pass rate, comparison and gate counts them against the agent
   (`AgentFailed`):
-    * `python`: the code raised (`the agent crashed: KeyError: 'x'`), or returned something
+    * `python`: the code raised (`the agent crashed: agent.py:21 in respond: KeyError: 'x'`),
+      did not answer within the task's `end.max_seconds`, or returned something
       that is not a reply: None, a number, a dict without a string `content`
       (`the agent returned None, not a reply ...`);
     * `http`: the service, which is the agent, failed after the retries: a 5xx, any 4xx but
@@ -57,14 +63,17 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import reprlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from harness.domains import Environment, ToolError, ToolUnavailable
+from harness.domains import (
+    Environment,
+    ToolBroken,
+)
 from harness.imports import (
     UnresolvedReference,
+    UserCodeError,
     defined_names,
     load_reference,
     module_file,
@@ -72,13 +81,15 @@ from harness.imports import (
 )
 from harness.models import ChatModel, CompletionParams, ModelError, ModelRuntime
 from harness.models.base import unknown_provider
-from harness.models.wire_openai import to_wire_tools
 from harness.registry import Registry
+from harness.sim.agent_code import run_async_agent, run_sync_agent, user_frames
+from harness.sim.suite import code_problem
+from harness.sim.tool_handle import ToolHandle, tool_bug, tool_result
 from harness.specs.agent import AgentVariant, fill_domain
 from harness.specs.load import Loaded
 from harness.specs.located import SpecError, display
 from harness.specs.validation import suggestion
-from harness.transcript import Message, ToolCall, Usage
+from harness.transcript import Message, Usage
 
 
 class AgentFailed(Exception):
@@ -88,7 +99,13 @@ class AgentFailed(Exception):
 
 class AgentCrashed(AgentFailed):
     """The agent's own code raised: a failure of the agent, not of the harness or a model. Its
-    message is the exception's type and message; the verdict says `the agent crashed: ...`."""
+    message is where (the innermost frame of the user's code), the exception's type and
+    message; the verdict says `the agent crashed: ...`. `frames` are the last frames of the
+    user's code, innermost first, kept in the stored error's detail."""
+
+    def __init__(self, message: str, frames: list[str] | None = None):
+        super().__init__(message)
+        self.frames = frames or []
 
 
 class AgentModelFailed(Exception):
@@ -197,69 +214,12 @@ class LLMAgent:
         return usage
 
 
-async def tool_result(env: Environment, call: ToolCall, allowed: bool = True) -> Message:
-    """Run a call on the environment (unless the agent may not use the tool): its result."""
-    if allowed:
-        outcome = await env.call(call.name, call.arguments)
-        content, is_error = outcome.content, outcome.is_error
-    else:
-        content, is_error = f"Error: unknown tool '{call.name}'", True
-    return Message(
-        role="tool", tool_call_id=call.id, name=call.name, content=content, is_error=is_error
-    )
-
-
-class ToolHandle:
-    """What a python agent gets to use the environment's tools; every call is recorded.
-
-    `failure` is the first infrastructure failure of a tool call (`ToolUnavailable`), or None:
-    once set, the environment is not trusted any more, every further call raises it again
-    without running, and the runner ends the turn with it, whatever the agent's code did."""
-
-    def __init__(
-        self,
-        variant: AgentVariant,
-        env: Environment,
-        messages: list[Message],
-        loop: asyncio.AbstractEventLoop,
-    ):
-        self.variant = variant
-        self.policy = type(env).policy
-        self.system_prompt = variant.full_system_prompt(type(env))
-        self.specs = to_wire_tools(variant.described(env.tool_specs(variant.tools or None)))
-        self.names = [spec["function"]["name"] for spec in self.specs]
-        self._env, self._messages, self._loop = env, messages, loop
-        self.failure: ToolUnavailable | None = None
-
-    async def acall(self, name: str, /, **arguments: Any) -> Any:
-        """Run a tool (async agents). Returns its JSON result; raises ToolError on a refusal
-        and ToolUnavailable (or ToolTimeout) when the tool's infrastructure failed."""
-        if self.failure is not None:
-            raise self.failure
-        call = ToolCall(
-            id=f"call_{sum(len(m.tool_calls) for m in self._messages)}",
-            name=name,
-            arguments=arguments,
-        )
-        self._messages.append(Message(role="assistant", tool_calls=[call]))
-        try:
-            result = await tool_result(self._env, call, name in self.names)
-        except ToolUnavailable as exc:
-            self.failure = self.failure or exc
-            raise
-        self._messages.append(result)
-        if result.is_error:
-            raise ToolError(result.content.removeprefix("Error: "))
-        return json.loads(result.content)
-
-    def call(self, name: str, /, **arguments: Any) -> Any:
-        """Run a tool (sync agents, which run in a worker thread)."""
-        return asyncio.run_coroutine_threadsafe(self.acall(name, **arguments), self._loop).result()
-
-
 def load_entry(entry: str) -> Callable[..., Any]:
     """The function an entry names: 'file.py:function' or 'package.module:function'."""
-    function = load_reference(entry)
+    try:
+        function = load_reference(entry)
+    except UserCodeError as exc:  # the user's module does not import: bad input, at its line
+        raise SpecError([code_problem(exc)]) from None
     if not callable(function):
         raise TypeError(f"entry '{entry}' is not a function")
     return function
@@ -285,19 +245,33 @@ class PythonAgent:
         crashed: Exception | None = None
         try:
             if inspect.iscoroutinefunction(self.function):
-                reply = await self.function(conversation, tools)
+                reply = await run_async_agent(self.function(conversation, tools))
             else:
-                reply = await asyncio.to_thread(self.function, conversation, tools)
-        except Exception as exc:
+                reply = await run_sync_agent(self.function, conversation, tools)
+                if asyncio.iscoroutine(reply):  # a sync wrapper of async code (a partial)
+                    reply = await run_async_agent(reply)
+        except Exception as exc:  # pylint: disable=broad-exception-caught  # the agent's crash
             crashed = exc
+        finally:  # also when the time limit cancelled the turn
+            tools.closed = True
         if tools.failure is not None:
             # a tool's infrastructure failed: whether the code let it through, raised another
             # exception or replied anyway, the turn ends with it (the environment is suspect)
             raise tools.failure
+        if (bug := tool_bug(crashed)) is not None:
+            raise ToolBroken(bug.crash) from crashed  # the tool's code raised, not the agent's
         if crashed is not None:
-            raise AgentCrashed(f"{type(crashed).__name__}: {crashed}") from crashed
+            raise crash_of(crashed) from crashed
         messages.append(Message(role="assistant", content=reply_text(reply)))
         return Usage()
+
+
+def crash_of(exc: BaseException) -> AgentCrashed:
+    """The agent's crash, located: `agent.py:21 in respond: KeyError: 'id'` (the innermost
+    frame of the user's code), with the last frames of the user's code as its `frames`."""
+    frames = user_frames(exc)
+    where = f"{frames[0]}: " if frames else ""
+    return AgentCrashed(f"{where}{type(exc).__name__}: {exc}", frames)
 
 
 REPLY = "a str, or a dict whose 'content' is a str"

@@ -5,16 +5,25 @@ never match is bad input, not a failing task."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+import datetime
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from harness.domains import Environment
 from harness.domains.trace_replay import for_state, tools_of_state
 from harness.sim.env import initial_state
 from harness.specs.load import Loaded
 from harness.specs.located import PathKey, Problem, SpecError
-from harness.specs.state_paths import unknown_state_field, wrong_state_values
+from harness.specs.state_paths import (
+    WrongValue,
+    field_type,
+    keys_in,
+    unknown_state_field,
+    wrong_state_values,
+)
 from harness.specs.task import Task
-from harness.specs.validation import suggestion
+from harness.specs.validation import error_message, suggestion
 
 
 def bind_domain(loaded: Loaded[Task], domain: type[Environment]) -> type[Environment] | None:
@@ -50,6 +59,12 @@ def check_references(loaded: Loaded[Task], domain: type[Environment]) -> None:
         if (message := _unknown_parameter(domain, tool, name)) is not None
     ]
     problems += [
+        loaded.problem(("checks", index, *field, *keys), message)
+        for index, check in enumerate(task.checks)
+        for field, (tool, name, value) in check.references().tool_arguments.items()
+        for keys, message in refused_arguments(domain, tool, name, value)
+    ]
+    problems += [
         loaded.problem(("checks", index, *field), message)
         for index, check in enumerate(task.checks)
         for field, message in check.reference_problems().items()
@@ -60,10 +75,20 @@ def check_references(loaded: Loaded[Task], domain: type[Environment]) -> None:
             unknown = f"unknown tool '{action.tool}'; known: {', '.join(known)}"
             problems.append(loaded.problem((*where, "tool"), unknown))
             continue
-        problems += [
-            loaded.problem((*where, "arguments", name), message)
+        misnamed = {
+            name: message
             for name in action.arguments
             if (message := _unknown_parameter(domain, action.tool, name)) is not None
+        }
+        problems += [
+            loaded.problem((*where, "arguments", name), message)
+            for name, message in misnamed.items()
+        ]
+        problems += [
+            loaded.problem((*where, "arguments", name, *keys), message)
+            for name, value in action.arguments.items()
+            if name not in misnamed
+            for keys, message in refused_arguments(domain, action.tool, name, value, False)
         ]
     if domain.State is not None:
         problems += _state_problems(loaded, domain.State)
@@ -86,6 +111,69 @@ def _unknown_parameter(domain: type[Environment], tool: str, name: str) -> str |
     if not properties:
         return f"tool '{tool}' takes no parameters, found '{name}'"
     return f"unknown parameter '{name}' of tool '{tool}'; {suggestion(name, list(properties))}"
+
+
+def refused_arguments(
+    domain: type[Environment], tool: str, name: str, value: Any, compared: bool = True
+) -> list[WrongValue]:
+    """Where a value written for the parameter `name` of `tool` is one the tool refuses (a
+    `Literal` or enum outside its values, text for a number that cannot be read as one, a
+    number for text), as (keys inside `value`, message): a call carrying it fails before the
+    tool runs, so a check expecting it, or a gold action making it, can never hold. The tool's
+    own reading decides: a method tool's parameter type, read as its calls are (pydantic's lax
+    mode: `"2"` is a fine int), a data tool's JSON schema. A mapping is partial (a check names
+    only the keys it expects), so a key it leaves out is no problem. A value `compared` with
+    the calls a transcript recorded (a check's, not a gold action's, which is replayed) is also
+    refused as a YAML date, which never equals the JSON text a call carries. An unknown tool or
+    parameter is reported as such, not here."""
+    if tool not in domain.tool_names():
+        return []
+    if compared and isinstance(value, datetime.date):  # YAML reads 2026-11-20 as a date
+        return [((), f"a YAML date never equals a call's JSON text; quote it: '{value}'")]
+    described = domain._tools[tool]  # what validates the tool's calls
+    arguments = getattr(described, "arguments", None)
+    if isinstance(arguments, type) and issubclass(arguments, BaseModel):
+        info = arguments.model_fields.get(name)
+        return [] if info is None else _refused_by_type(tool, name, field_type(info), value)
+    schema = described.spec.parameters.get("properties", {}).get(name)
+    return [] if not isinstance(schema, dict) else _refused_by_schema(tool, name, schema, value)
+
+
+def _refused_by_type(tool: str, name: str, tp: Any, value: Any) -> list[WrongValue]:
+    """`refused_arguments` for a parameter of a Python type, as the tool's argument model reads
+    it (lax); a required key a partial mapping leaves out is not refused."""
+    try:
+        TypeAdapter(tp).validate_python(value)
+        return []
+    except ValidationError as exc:
+        errors = [e for e in exc.errors() if e["type"] != "missing"]
+    except Exception:  # a type pydantic cannot build alone: not judged
+        return []
+    return [
+        (keys_in(value, tuple(e["loc"])), _refusal(tool, name, error_message(e, tp)))
+        for e in errors[:1]
+    ]
+
+
+def _refused_by_schema(
+    tool: str, name: str, schema: dict[str, Any], value: Any
+) -> list[WrongValue]:
+    """`refused_arguments` for a parameter described by JSON schema, as the tool's calls are
+    validated; a required key a partial mapping leaves out is not refused."""
+    from jsonschema.validators import validator_for
+
+    try:
+        errors = [
+            e for e in validator_for(schema)(schema).iter_errors(value) if e.validator != "required"
+        ]
+    except Exception:  # a schema jsonschema cannot read: the tool's own problem
+        return []
+    return [(tuple(e.path), _refusal(tool, name, e.message)) for e in errors[:1]]
+
+
+def _refusal(tool: str, name: str, why: str) -> str:
+    """The words of a refused argument value: the tool never receives it, and what it takes."""
+    return f"tool '{tool}' refuses this '{name}': {why[:1].lower()}{why[1:]}"
 
 
 def _state_problems(loaded: Loaded[Task], model: type[BaseModel]) -> list[Problem]:

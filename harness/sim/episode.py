@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,7 +18,8 @@ from harness.defaults import OUT_OF_SCOPE_SIGNAL, STOP_SIGNAL, TRANSFER_SIGNAL
 from harness.domains import Environment, ToolUnavailable
 from harness.domains.trace_replay import make_environment
 from harness.models import ModelRuntime
-from harness.sim.agent import AgentFailed, AgentModelFailed, AgentRunner
+from harness.sim.agent import AgentCrashed, AgentFailed, AgentModelFailed, AgentRunner
+from harness.sim.agent_code import agent_loop, loop_answers, replace_blocked_loop
 from harness.sim.user import GREETING, UserSimulator
 from harness.specs.persona import Persona
 from harness.specs.task import Task
@@ -74,6 +76,20 @@ def stop_reason(text: str, signals: list[str]) -> EndReason | None:
     return None
 
 
+async def _not_answered(agent: AgentRunner, seconds: float) -> str:
+    """Why a python agent's turn ran out of time (its code is abandoned, still running in its
+    daemon thread): when async code blocks the agent event loop, that loop is given up and the
+    reason says so, since every async agent's code waits behind it."""
+    message = f"the agent did not answer within {seconds:g} s (the task's end.max_seconds)"
+    function = getattr(agent, "function", None)
+    if inspect.iscoroutinefunction(function):
+        loop = agent_loop()
+        if not await loop_answers(loop):
+            replace_blocked_loop(loop)
+            message += "; blocking code in its async def stops its event loop (time.sleep?)"
+    return message
+
+
 async def run_episode(spec: EpisodeSpec) -> Transcript:
     """Play one episode to its end. Never raises: failures become an `error` end reason."""
     task = spec.task
@@ -82,10 +98,11 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
     state: dict[str, Any] = {}
     turns = 0
     detail = ""
+    answering = False  # the agent is answering a turn (what a time limit interrupts)
     started, clock = datetime.now(UTC), time.perf_counter()
 
     async def play() -> EndReason:
-        nonlocal turns, state, detail
+        nonlocal turns, state, detail, answering
         try:
             env = make_environment(task, spec.initial_state, spec.domain)
         except Exception as exc:
@@ -128,7 +145,9 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
                 "harness.turn", {"turn": turns + 1, "user": messages[-1].content}
             ) as turn:
                 try:
+                    answering = True
                     agent_usage.add(await spec.agent.respond(messages, env, spec.seed, spec.trial))
+                    answering = False
                 except ToolUnavailable as exc:  # a tool's infrastructure, under every runner
                     raise _SideFailed(Side.TOOL, exc) from exc
                 except AgentModelFailed as exc:  # the agent's provider: not the agent's failure
@@ -154,10 +173,17 @@ async def run_episode(spec: EpisodeSpec) -> Transcript:
         end = await asyncio.wait_for(play(), timeout=task.end.max_seconds)
     except TimeoutError:
         end = EndReason.TIMEOUT
+        # the user's code is stuck (not a tool it called: its call is the last message)
+        in_tool = bool(messages) and bool(messages[-1].tool_calls)
+        if answering and not in_tool and spec.agent.variant.runner == "python":
+            message = await _not_answered(spec.agent, task.end.max_seconds)
+            end, error = EndReason.AGENT_CRASH, EpisodeError(side=Side.AGENT, message=message)
     except _SideFailed as failed:
         end, error = EndReason.ERROR, EpisodeError(side=failed.side, message=str(failed))
     except AgentFailed as failed:  # graded as a fail (`Transcript.agent_failure`)
-        end, error = EndReason.AGENT_CRASH, EpisodeError(side=Side.AGENT, message=str(failed))
+        frames = "\n".join(failed.frames) if isinstance(failed, AgentCrashed) else ""
+        end = EndReason.AGENT_CRASH
+        error = EpisodeError(side=Side.AGENT, message=str(failed), detail=frames)
     except Exception as exc:  # a bug of the harness itself is still recorded, not raised
         end = EndReason.ERROR
         error = EpisodeError(side=Side.HARNESS, message=f"{type(exc).__name__}: {exc}")

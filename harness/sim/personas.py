@@ -11,7 +11,7 @@ from harness.sim.stamps import files_stamp
 from harness.specs.load import Loaded, load_persona
 from harness.specs.located import Location, PathKey, Problem, SpecError, built_once
 from harness.specs.overrides import Override, apply_overrides
-from harness.specs.persona import Persona
+from harness.specs.persona import Persona, misspelt_facts
 from harness.specs.references import spec_files
 from harness.specs.task import PersonaMix, Task
 from harness.specs.validation import validate
@@ -29,6 +29,11 @@ def find_personas_dir(start: Path) -> Path | None:
 def load_personas(folder: Path) -> dict[str, Persona]:
     """Every persona file of a folder, by name; within one command (`read_once`), read once
     while its files are unchanged (each task file checked on its own asks for them)."""
+    return {name: loaded.spec for name, loaded in loaded_personas(folder).items()}
+
+
+def loaded_personas(folder: Path) -> dict[str, Loaded[Persona]]:
+    """`load_personas` with each persona's file and positions, to point at a line of it."""
     personas = built_once(
         ("personas", str(folder.resolve())),
         lambda: files_stamp(spec_files([folder])),
@@ -46,8 +51,8 @@ def check_persona(loaded: Loaded[Persona], at: PathKey = ()) -> Loaded[Persona]:
     return loaded
 
 
-def _load_personas(folder: Path) -> dict[str, Persona]:
-    personas: dict[str, Persona] = {}
+def _load_personas(folder: Path) -> dict[str, Loaded[Persona]]:
+    personas: dict[str, Loaded[Persona]] = {}
     problems: list[Problem] = []
     for path in spec_files([folder]):
         try:
@@ -58,7 +63,7 @@ def _load_personas(folder: Path) -> dict[str, Persona]:
         name = loaded.spec.name
         if name in personas:
             problems.append(loaded.problem(("name",), f"duplicate persona name '{name}'"))
-        personas[name] = loaded.spec
+        personas[name] = loaded
     if problems:
         raise SpecError(problems)
     return personas
@@ -87,7 +92,8 @@ def _mix(loaded: Loaded[Task], ref: PersonaMix) -> list[tuple[Persona, float]]:
     )
     if folder is None:
         raise SpecError([loaded.problem(where, f"no folder '{ref.mix}' here or above")])
-    personas = list(load_personas(folder).values())
+    sources = loaded_personas(folder)
+    personas = [source.spec for source in sources.values()]
     if not personas:
         raise SpecError([loaded.problem(where, f"{folder}: no persona files")])
     shares = [p.share for p in personas]
@@ -107,6 +113,7 @@ def _mix(loaded: Loaded[Task], ref: PersonaMix) -> list[tuple[Persona, float]]:
     if total <= 0:
         raise SpecError([loaded.problem(where, f"{folder}: the personas' shares are all 0")])
     mix = sorted(zip(personas, (w / total for w in weights), strict=True), key=lambda m: -m[1])
+    check_facts(loaded, [sources[persona.name] for persona, _ in mix])
     return mix
 
 
@@ -119,6 +126,7 @@ def _persona(
     ref = loaded.spec.persona
     if isinstance(ref, Persona):
         check_persona(Loaded(ref, loaded.path, loaded.positions), ("persona",))
+        check_facts(loaded, [Loaded(ref, loaded.path, loaded.positions)], ("persona",))
         return ref
     assert isinstance(ref, str)
     parent = loaded.path.parent
@@ -136,7 +144,24 @@ def _persona(
     if ref not in personas:
         known = ", ".join(sorted(personas)) or "none"
         raise SpecError([loaded.problem(("persona",), f"unknown persona '{ref}'; known: {known}")])
+    if misspelt_facts(personas[ref], loaded.spec.scenario.known_info):  # its file's lines
+        check_facts(loaded, [loaded_personas(folder)[ref]])
     return personas[ref]
+
+
+def check_facts(loaded: Loaded[Task], personas: list[Loaded[Persona]], at: PathKey = ()) -> None:
+    """The task's scripted personas must not read a fact its scenario nearly has under another
+    name (`{known.nme}` for `name`: `misspelt_facts`), a rule that would silently never fire;
+    each problem is located in the persona's file (`at`: where the persona sits in it), one
+    line for all the tasks whose facts it misreads alike."""
+    known = loaded.spec.scenario.known_info
+    problems = [
+        persona.problem((*at, *keys), message)
+        for persona in personas
+        for keys, message in misspelt_facts(persona.spec, known)
+    ]
+    if problems:
+        raise SpecError(problems)
 
 
 def overridden_persona(

@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.domains import Environment, UnknownDomain, resolve_domain
 from harness.domains.trace_replay import for_state
-from harness.imports import is_reference
+from harness.imports import UserCodeError, is_reference
 from harness.sim.cross_references import bind_domain, check_references
 from harness.sim.personas import find_personas_dir, overridden_persona, task_personas
 from harness.sim.stamps import files_stamp
@@ -192,6 +192,13 @@ def _resolve_domain(loaded: Loaded[Task]) -> type[Environment]:
         return resolve_domain(loaded.spec.domain, loaded.path.parent)
     except UnknownDomain as exc:
         raise SpecError([loaded.problem(("domain",), str(exc))]) from None
+    except UserCodeError as exc:  # at the user's file and line: once, however many tasks
+        raise SpecError([code_problem(exc)]) from None
+
+
+def code_problem(exc: UserCodeError) -> Problem:
+    """The located problem of the user's module that failed to import."""
+    return Problem(Location(exc.source, exc.line, exc.col), "", exc.detail)
 
 
 def check_variant(variant: Loaded[AgentVariant], cases: list[TaskCase]) -> None:

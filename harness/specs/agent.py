@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import json
@@ -9,9 +10,9 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, Field, field_validator, model_validator
 
 from harness.imports import module_file
 from harness.secrets import declare_secret_env
@@ -140,6 +141,24 @@ class DomainTexts(Protocol):
 DOMAIN_TOKENS = re.compile(r"\{domain\.(policy|description)\}")
 
 
+def _known_domain_tokens(prompt: str) -> str:
+    """A prompt whose `{domain.NAME}` tokens are all filled: a misspelt one (`{domain.polcy}`)
+    would reach the model as written, silently without the policy it was meant to quote."""
+    for name in re.findall(r"\{domain\.([\w-]+)\}", prompt):
+        if name not in ("policy", "description"):
+            close = difflib.get_close_matches(name, ["policy", "description"], n=1)
+            hint = f"did you mean `{{domain.{close[0]}}}`?" if close else "no other is filled"
+            raise ValueError(
+                f"`{{domain.{name}}}` is never filled: a prompt quotes only `{{domain.policy}}` "
+                f"and `{{domain.description}}`; {hint}"
+            )
+    return prompt
+
+
+# A prompt text: its `{domain.NAME}` tokens must be ones `fill_domain` fills.
+PromptText = Annotated[str, AfterValidator(_known_domain_tokens)]
+
+
 def fill_domain(prompt: str, domain: DomainTexts) -> str:
     """A prompt with `{domain.policy}` and `{domain.description}` replaced by the domain's texts
     (in one pass: a policy that quotes a token is not filled again)."""
@@ -190,13 +209,13 @@ class AgentVariant(Spec):
     model: ModelRef | None = Field(
         default=None, description="The model, as a string or a mapping with settings."
     )
-    system_prompt: str = Field(
+    system_prompt: PromptText = Field(
         default="",
         description="Base system prompt. `{domain.policy}` and `{domain.description}` (these "
         "exact tokens, in it and in skills) are replaced by the policy and description of the "
         "task's domain when the agent plays it; other braces are left as written.",
     )
-    skills: dict[str, str] = Field(
+    skills: dict[str, PromptText] = Field(
         default_factory=dict,
         description="Named prompt snippets appended to the system prompt, in name order; "
         "set one to null in a child to drop it.",

@@ -41,14 +41,16 @@ class References:
     """What a check names outside itself, each keyed by the check's field that names it (e.g.
     `("tools", 1)`), so that a cross-check can point at the very value: tools of the task's
     domain, parameters of those tools as (tool, parameter), files (resolved against the task
-    file when loaded), JSONPaths into the state, and values it expects the state to hold as
-    (JSONPath, value): a mapping is partial, naming only the keys it expects."""
+    file when loaded), JSONPaths into the state, values it expects the state to hold as
+    (JSONPath, value), and values it expects a tool's parameter to be given as (tool,
+    parameter, value): a mapping is partial, naming only the keys it expects."""
 
     tools: dict[PathKey, str] = field(default_factory=dict)
     files: dict[PathKey, str] = field(default_factory=dict)
     state_paths: dict[PathKey, str] = field(default_factory=dict)
     tool_parameters: dict[PathKey, tuple[str, str]] = field(default_factory=dict)
     state_values: dict[PathKey, tuple[str, Any]] = field(default_factory=dict)
+    tool_arguments: dict[PathKey, tuple[str, str, Any]] = field(default_factory=dict)
 
 
 class CheckBase(Spec):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -308,3 +310,34 @@ def turn_warnings(
                 )
             )
     return warnings
+
+
+def misspelt_facts(persona: Persona, known: Mapping[str, Any]) -> list[tuple[PathKey, str]]:
+    """The `{known.KEY}` placeholders of a scripted persona's replies that name a fact the
+    task's `scenario.known_info` (`known`) lacks but nearly has (`nme` for `name`), each keyed
+    by its rule's reply under `scripted_turns`: such a rule can never fill in that task, and
+    falls through to the next one silently. A fact no key of the task comes close to is no
+    problem: a persona shared by many tasks may read facts that only some of them hold (the
+    rule then gives way to the next, as documented). A persona played by a model does not
+    play its rules, so it has none."""
+    if persona.model.id != "scripted":
+        return []
+    names = list(known)
+    found: list[tuple[PathKey, str]] = []
+    for index, rule in enumerate(persona.scripted_turns):
+        for placeholder in dict.fromkeys(rule.reply.placeholders()):
+            root, _, rest = placeholder.partition(".")
+            key = rest.split(".")[0]
+            if root != "known" or not key or key in known:
+                continue
+            close = difflib.get_close_matches(key, names, n=1)
+            if close:
+                found.append(
+                    (
+                        ("scripted_turns", index, "reply"),
+                        f"`{{{placeholder}}}` names no fact of the task (its "
+                        f"scenario.known_info has {', '.join(names)}): did you mean "
+                        f"`{{known.{close[0]}}}`?",
+                    )
+                )
+    return found

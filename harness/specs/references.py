@@ -177,12 +177,22 @@ def check_paths(paths: list[Path]) -> None:
         raise SpecError(problems)
 
 
+NOT_SPECS = frozenset({"harness.yaml"})
+"""YAML files a folder holds that are no spec: the project file (`harness.project`'s)."""
+
+
 def spec_files(paths: list[Path]) -> list[Path]:
-    """Expand files and folders into the YAML files they hold, sorted, without duplicates."""
+    """Expand files and folders into the YAML files they hold, sorted, without duplicates. In
+    a folder, hidden folders (`.harness/`, `.venv/`, `.github/`) and the project file are
+    passed over, so that `harness validate .` in a project checks its specs only."""
     found: dict[Path, None] = {}
     for path in paths:
         if path.is_dir():
             for file in sorted(path.rglob("*")):
+                inside = file.relative_to(path).parts
+                hidden = any(part.startswith(".") for part in inside[:-1])
+                if hidden or file.name in NOT_SPECS:
+                    continue
                 if file.suffix in YAML_SUFFIXES and file.is_file():
                     found.setdefault(file, None)
         elif path.exists() or path.is_symlink():  # a FIFO or a symlink loop: read_yaml says

@@ -15,6 +15,7 @@ other rule answers a conversational message.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, ClassVar, Literal
@@ -168,8 +169,9 @@ def never_firing(
     rules: Sequence[Rule], where: PathKey, sees_tools: bool = True
 ) -> list[tuple[PathKey, str]]:
     """Why rules can never fire, keyed by their place under `where` (for `harness validate`'s
-    warnings): an earlier rule always answers first, a template names a value the rule never
-    has, or (`sees_tools` false: a simulated user) the rule answers tool results."""
+    warnings): an earlier rule always answers first, or (`sees_tools` false: a simulated user)
+    the rule answers tool results. A template naming a value the rule never has is no warning
+    but a problem (`template_errors`)."""
     warnings: list[tuple[PathKey, str]] = []
     for index, rule in enumerate(rules):
         at = (*where, index)
@@ -181,9 +183,19 @@ def never_firing(
         if earlier is not None:
             first = format_path((*where, earlier))
             warnings.append((at, f"never fires: {first} above answers every message it would"))
-        for problem in template_problems(rule):
-            warnings.append(((*at, "reply"), f"never fires: {problem}"))
     return warnings
+
+
+def template_errors(rules: Sequence[Rule], where: PathKey) -> list[tuple[PathKey, str]]:
+    """The replies of rules (at `where`) whose templates name a value the rule never has
+    (`template_problems`: a misspelt name, a group its regex lacks, a condition it does not
+    give), keyed by their place: such a rule would silently never fire, so its file is bad
+    input, refused where it is written."""
+    return [
+        ((*where, index, "reply"), f"never fires: {problem}")
+        for index, rule in enumerate(rules)
+        for problem in template_problems(rule)
+    ]
 
 
 def template_problems(rule: Rule) -> list[str]:
@@ -205,8 +217,10 @@ def template_problems(rule: Rule) -> list[str]:
             if not rule.when.answers_tool:
                 problems.append(f"{written} is filled only when the rule answers a tool result")
         elif root not in ("known", "text"):
-            names = ", ".join([*fields, "result", "text", "args", "known"])
-            problems.append(f"{written}: templates read only {names}")
+            names = [*fields, "result", "text", "args", "known"]
+            close = difflib.get_close_matches(root, names, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            problems.append(f"{written}: templates read only {', '.join(names)}{hint}")
     return problems
 
 

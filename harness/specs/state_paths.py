@@ -168,13 +168,13 @@ def _refused(tp: Any, expected: Any) -> WrongValue | None:
     except ValidationError:
         pass
     error = errors[0]
-    keys = _keys_in(expected, tuple(error["loc"]))
+    keys = keys_in(expected, tuple(error["loc"]))
     if error["type"] == "missing":  # name the missing field; its parent has the position
         keys += (error["loc"][-1],)
     return keys, error_message(error, tp)
 
 
-def _keys_in(value: Any, loc: tuple[Any, ...]) -> tuple[str | int, ...]:
+def keys_in(value: Any, loc: tuple[Any, ...]) -> tuple[str | int, ...]:
     """The part of a pydantic error location that indexes into `value` (union tags dropped)."""
     keys: list[str | int] = []
     for part in loc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
@@ -81,11 +82,26 @@ class Start(Spec):
         description="Initial environment state, merged over `state_file` and `state_db`.",
     )
     first_message: str | None = Field(
-        default=None, description="The user's opening message; otherwise the persona opens."
+        default=None,
+        description="The user's opening message, sent as written (it fills no templates); "
+        "otherwise the persona opens.",
     )
     history: list[Message] = Field(
         default_factory=list, description="Prior conversation the episode continues from."
     )
+
+    @field_validator("first_message")
+    @classmethod
+    def _fills_no_templates(cls, message: str | None) -> str | None:
+        """A `{known.KEY}` here would reach the agent as written: only a scripted persona's
+        replies fill templates."""
+        found = re.search(r"\{known\.[\w-]+\}", message or "")
+        if found:
+            raise ValueError(
+                f"`{found.group(0)}` would reach the agent as written: the first message fills "
+                "no templates (a scripted persona's replies do); write the fact itself"
+            )
+        return message
 
 
 EndRequirement = Literal[

@@ -58,7 +58,8 @@ def validate(
             )
         problems.sort(key=lambda p: (p.location.line or 0, p.location.col or 0))
         raise SpecError(problems) from None
-    missing = missing_scripts(spec)  # files no loader resolved (a command line's, a DAG's)
+    # files no loader resolved (a command line's, a DAG's); templates a rule never fills
+    missing = missing_scripts(spec) or rule_problems(spec)
     if missing:
         where = Location(display(source), 1, 1)
         raise SpecError(
@@ -67,6 +68,22 @@ def validate(
     if warn:
         print_warnings(rule_warnings(spec), positions, source)
     return spec
+
+
+def rule_problems(spec: BaseModel) -> list[tuple[PathKey, str]]:
+    """The rules of a script or of a scripted persona (a persona file's, or a task's inline
+    persona's) whose templates name a value the rule never has (`template_errors`)."""
+    from harness.specs.persona import Persona
+    from harness.specs.script import Script, template_errors
+    from harness.specs.task import Task
+
+    if isinstance(spec, Script):
+        return template_errors(spec.rules, ("rules",))
+    if isinstance(spec, Persona):
+        return template_errors(spec.scripted_turns, ("scripted_turns",))
+    if isinstance(spec, Task) and isinstance(spec.persona, Persona):
+        return template_errors(spec.persona.scripted_turns, ("persona", "scripted_turns"))
+    return []
 
 
 def rule_warnings(spec: BaseModel) -> list[tuple[PathKey, str]]:
@@ -151,6 +168,8 @@ def error_message(error: Any, model: Any) -> str:
         field, expected = ctx["discriminator"].strip("'"), ctx["expected_tags"].replace("'", "")
         return f"unknown {field} '{ctx['tag']}'; expected one of: {expected}"
     message = str(error["msg"])
+    if kind == "model_type":  # "... or instance of PersonaWhen": a class name means nothing here
+        message = "Input should be a mapping (`name: value` lines or `{name: value}`)"
     for prefix in ("Value error, ", "Assertion failed, "):
         message = message.removeprefix(prefix)
     found = error.get("input")

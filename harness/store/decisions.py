@@ -51,7 +51,10 @@ class DecisionRecords:
         passed: bool,
         pass_rate: float,
         reasons: list[str],
+        result: str = "",
     ) -> None:
+        """Append a decision to the gate's history; `result`, the whole decision as JSON
+        (`GateResult`), is what the report shows the rules from."""
         values = (
             now(),
             candidate_run,
@@ -61,13 +64,32 @@ class DecisionRecords:
             pass_rate,
             json.dumps(reasons),
         )
-        self.db.write(
-            lambda db: db.execute(
+
+        def add(db: Database) -> None:
+            db.execute(
                 "INSERT INTO gate_history (at, candidate_run, baseline_run, variant, passed,"
                 " pass_rate, reasons) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 values,
             )
-        )
+            if result:
+                db.execute(
+                    "INSERT INTO gate_results (candidate_run, baseline_run, result)"
+                    " VALUES (?, ?, ?)",
+                    (candidate_run, baseline_run, redact(result)),
+                )
+
+        self.db.write(add)
+
+    def gate_result(self, candidate_run: str, baseline_run: str | None) -> str | None:
+        """The newest decision of the gate on `candidate_run` against `baseline_run`, whole
+        (`GateResult` JSON); None when there is none, or it was stored before the store kept
+        them (version 7)."""
+        row = self.db.execute(
+            "SELECT result FROM gate_results WHERE candidate_run = ? AND"
+            " COALESCE(baseline_run, '') = ? ORDER BY id DESC LIMIT 1",
+            (candidate_run, baseline_run or ""),
+        ).fetchone()
+        return row["result"] if row else None
 
     def add_fidelity(self, run_id: str, source: str, report: str) -> None:
         """Keep a sim-to-real report (JSON) of a run, against a production source."""

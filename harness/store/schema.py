@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.specs.located import Location, SpecError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # `{serial}`, `{real}`, `{rowid}` and every TEXT are written in each dialect's words (DIALECTS);
 # `{{}}` is a literal `{}`.
 SCHEMA = """
@@ -94,6 +94,12 @@ CREATE TABLE IF NOT EXISTS gate_history (
     pass_rate {real} NOT NULL,
     reasons TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS gate_results (
+    id {serial},
+    candidate_run TEXT NOT NULL,
+    baseline_run TEXT,
+    result TEXT NOT NULL  -- JSON: a decision whole (harness.gate.GateResult), as gate_history's
+);
 CREATE TABLE IF NOT EXISTS node_outputs (
     key TEXT PRIMARY KEY,
     kind TEXT NOT NULL,
@@ -168,6 +174,9 @@ UPGRADES = {
     # 5 -> 6: sim-to-real reports, judge calibrations and shared start states are new (SCHEMA
     # creates them); tasks and episodes stored before keep their states whole, and read as such
     5: (),
+    # 6 -> 7: each gate decision whole, its rules with their figures, for the report (SCHEMA
+    # creates the table); the decisions stored before keep only their reasons
+    6: (),
 }
 DIALECTS: dict[str, dict[str, str]] = {
     "sqlite": {

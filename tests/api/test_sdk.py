@@ -137,19 +137,15 @@ def test_hooks_are_read_only_from_a_domain_that_mixes_in_trace_replay() -> None:
     outcome = asyncio.run(bound({}).call("echo", {"x": 1}))
     assert outcome.content == '{"called": "echo", "x": 1}'
 
-    class Unmixed(harness.sdk.Environment):  # the same methods, no mix-in: not hooks
-        id_patterns = {"ticket": r"T-\d+"}
+    # the same methods without the mix-in would silently not be hooks: refused with the fix
+    with pytest.raises(TypeError, match=r"class Unmixed\(TraceReplay, Environment\)"):
 
-        @classmethod
-        def observed_state(cls, calls: list[Any]) -> dict[str, Any]:
-            return {"seen": len(calls)}
+        class Unmixed(harness.sdk.Environment):
+            id_patterns = {"ticket": r"T-\d+"}
 
-        @classmethod
-        def for_state(cls, state: dict[str, Any]) -> type[harness.sdk.Environment]:
-            raise AssertionError("not a hook")
-
-    assert (observed_state(Unmixed, [("a", {}, 1)]), id_patterns(Unmixed)) == ({}, {})
-    assert not tools_of_state(Unmixed) and for_state(Unmixed, {"tools": tools}) is Unmixed
+            @classmethod
+            def observed_state(cls, calls: list[Any]) -> dict[str, Any]:
+                return {"seen": len(calls)}
 
 
 def test_docker_is_an_extra_imported_only_when_used(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -286,13 +286,13 @@ def test_the_same_two_flipped_tasks_give_the_same_decision_at_1_3_and_6_trials(
 
 def test_a_misconfigured_judge_fails_the_gate_naming_the_error_rule(tmp_path: Path) -> None:
     """A judge whose replies cannot be read makes every llm_judge check an error: the run's pass
-    rate looks perfect, but the gate fails on the missing evidence and says so. (A typo in the
+    rate over its graded episodes looks perfect (the run says it is no result), and the gate fails on the missing evidence and says so. (A typo in the
     judge's script path is refused before the run: tests/specs/test_first_hour_validation.py.)"""
     store = tmp_path / "results.db"
     confused = tmp_path / "judge-confused.yaml"
     confused.write_text("kind: script\nrules:\n  - reply: I am not sure what to say.\n")
 
-    def play(agent: str, judge: str) -> str:
+    def play(agent: str, judge: str, code: int = 0) -> str:
         done = run_cli(
             "run-eval",
             "--tasks",
@@ -310,13 +310,15 @@ def test_a_misconfigured_judge_fails_the_gate_naming_the_error_rule(tmp_path: Pa
             "--no-traces",
             COLUMNS="200",
         )
-        assert done.returncode == 0, done.stderr
+        assert done.returncode == code, done.stderr
         return done.stdout
 
     play("agents/support-baseline.yaml", JUDGE)
     baseline = latest_run(store, "support-baseline")
-    out = play("agents/support-careful.yaml", f"{{id: scripted, script: {confused}}}")
-    assert "pass rate 100.0% (4/4" in out and "errors 2 (judge 2)" in out
+    # a third of the episodes without evidence: said before the rate, and the run exits 3
+    out = play("agents/support-careful.yaml", f"{{id: scripted, script: {confused}}}", code=3)
+    assert "2 of 6 episodes errored (judge 2): more than the 5% a gate accepts" in out
+    assert "pass rate 100.0% (4/4 graded of 6 episodes" in out and "errors 2 (judge 2)" in out
     assert "soft checks that could not decide: 1 episodes (judge 1)" in out
     assert run_cli("baseline", "set", baseline, "--store", store).returncode == 0
     done = run_cli(
@@ -403,7 +405,8 @@ def test_unpriced_models_block_a_cost_budget() -> None:
     assert not blocked.passed
     assert blocked.reasons == [
         "cost budget: cannot be checked: no price for openai/new-model (their calls count as $0, "
-        "so $0.0010 per episode is a lower bound); add them to a --prices file"
+        "so $0.0010 per episode (agent $0.0010, user $0.0000, judge $0.0000) is a lower bound); "
+        "add them to a --prices file"
     ]
     assert blocked.budgets.unpriced_models == ["openai/new-model"]
     priced = evaluate_gate(config, episodes([]), None, [])

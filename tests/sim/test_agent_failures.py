@@ -55,9 +55,12 @@ def write_tasks(tmp_path: Path) -> Path:
     return tasks
 
 
-def run_eval(tmp_path: Path, agent: Path, *extra: str) -> tuple[str, dict[str, Verdict]]:
-    """`run-eval` of the two tasks by the agent (1 trial, 1 retry): its stdout, and the stored
-    verdict of each task."""
+def run_eval(
+    tmp_path: Path, agent: Path, *extra: str, code: int = 0
+) -> tuple[str, dict[str, Verdict]]:
+    """`run-eval` of the two tasks by the agent (1 trial, 1 retry), which exits `code` (3 when
+    half the episodes errored: more than a gate accepts): its stdout, and the stored verdict of
+    each task."""
     store = tmp_path / "results.db"
     done = run_cli(
         "run-eval",
@@ -76,7 +79,7 @@ def run_eval(tmp_path: Path, agent: Path, *extra: str) -> tuple[str, dict[str, V
         *extra,
         COLUMNS="300",
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == code, done.stdout + done.stderr
     results = Store(store)
     try:
         verdicts = {v.task_id: v for v in results.latest_verdicts(newest_run(store))}
@@ -245,7 +248,7 @@ def test_an_http_agent_whose_service_answers_500_fails_the_task(tmp_path: Path) 
 
 def test_an_http_agent_still_rate_limited_is_an_error_not_a_fail(tmp_path: Path) -> None:
     with Endpoint(429).running() as endpoint:
-        stdout, verdicts = run_eval(tmp_path, agent_file(tmp_path, "http", endpoint.url))
+        stdout, verdicts = run_eval(tmp_path, agent_file(tmp_path, "http", endpoint.url), code=3)
     assert endpoint.answered == {200: 1, 429: 2}
     broken = verdicts["broken"]
     assert (broken.outcome, broken.error_side) == ("error", Side.AGENT_MODEL)
@@ -266,7 +269,7 @@ def test_an_llm_agents_provider_answering_503_is_an_error_naming_the_provider(
     tmp_path: Path,
 ) -> None:
     with Endpoint(503).running() as endpoint:
-        stdout, verdicts = run_eval(tmp_path, agent_file(tmp_path, "llm", endpoint.url))
+        stdout, verdicts = run_eval(tmp_path, agent_file(tmp_path, "llm", endpoint.url), code=3)
     assert endpoint.answered == {200: 1, 503: 2}
     broken = verdicts["broken"]
     assert (broken.outcome, broken.error_side) == ("error", Side.AGENT_MODEL)

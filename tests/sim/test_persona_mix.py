@@ -66,9 +66,10 @@ def test_personas_without_shares_weigh_equally(tmp_path: Path) -> None:
 def test_a_run_plays_the_drawn_persona_and_records_it(tmp_path: Path) -> None:
     project(tmp_path, {"gradual": 0.5, "eager": 0.5}, tasks=2)
     agent = ROOT / "agents/support-baseline.yaml"
+    script = f"agent.model={{id: scripted, script: {ROOT / 'agents/scripts/support.yaml'}}}"
     done = run_cli(
         "run-eval", "--tasks", tmp_path / "tasks", "--agent", agent, "--trials", "4",
-        "--store", tmp_path / "r.db", "--json", cwd=tmp_path,
+        "--set", script, "--store", tmp_path / "r.db", "--json", cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stderr
     from harness.store import Store

@@ -246,7 +246,11 @@ def test_validate_suggests_the_explicit_names_for_history_and_user(cli, tmp_path
     ]
 
 
-def test_validate_warns_about_templates_and_tool_rules_that_never_fire(cli, tmp_path: Path) -> None:
+def test_validate_warns_about_tool_rules_and_refuses_templates_that_never_fire(
+    cli, tmp_path: Path
+) -> None:
+    """A rule on tool results is a warning (a persona never sees them); a template naming a
+    value its rule never has would silently never fire: that is bad input (issue 41)."""
     path = tmp_path / "broken.yaml"
     path.write_text(
         "kind: persona\n"
@@ -254,8 +258,6 @@ def test_validate_warns_about_templates_and_tool_rules_that_never_fire(cli, tmp_
         "scripted_turns:\n"
         "  - when: {tool: get_order}\n"
         "    reply: Thanks.\n"
-        "  - when: {agent_said: 'order (O-\\d+)'}\n"
-        "    reply: '{agent_said.2} and {i_said.1}'\n"
         "  - reply: Hello?\n"
     )
     code, _, err = validate(cli, path)
@@ -263,10 +265,23 @@ def test_validate_warns_about_templates_and_tool_rules_that_never_fire(cli, tmp_
     assert [line.split(": warning: ", 1)[1] for line in err] == [
         "scripted_turns[0].when: never fires: `tool`, `result` and `error` answer tool results, "
         "which a simulated user never sees",
-        "scripted_turns[1].reply: never fires: `{agent_said.2}`: the `agent_said` regex has no "
-        "group '2'",
-        "scripted_turns[1].reply: never fires: `{i_said.1}` reads `i_said`, which the rule does "
-        "not give",
+    ]
+    path.write_text(
+        "kind: persona\n"
+        "name: broken\n"
+        "scripted_turns:\n"
+        "  - when: {agent_said: 'order (O-\\d+)'}\n"
+        "    reply: '{agent_said.2} and {i_said.1}'\n"
+        "  - reply: Hello?\n"
+    )
+    code, _, err = validate(cli, path)
+    assert code == 2
+    assert err == [
+        f"{display(path)}:5:5: scripted_turns[0].reply: never fires: `{{agent_said.2}}`: the "
+        "`agent_said` regex has no group '2'",
+        f"{display(path)}:5:5: scripted_turns[0].reply: never fires: `{{i_said.1}}` reads "
+        "`i_said`, which the rule does not give",
+        "0 valid, 1 invalid",
     ]
 
 

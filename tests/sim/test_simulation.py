@@ -11,9 +11,10 @@ import pytest
 
 from harness.domains import Environment, get_domain, tool
 from harness.models import CallPolicy, ModelRuntime
-from harness.sim.agent import ToolHandle, load_entry
+from harness.sim.agent import load_entry
 from harness.sim.env import read_snapshot, write_snapshot
 from harness.sim.suite import TaskCase, load_cases
+from harness.sim.tool_handle import ToolHandle
 from harness.sim.user import NO_REPLY, user_system_prompt
 from harness.specs.load import load_agent
 from harness.specs.located import SpecError

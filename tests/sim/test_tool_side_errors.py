@@ -201,13 +201,14 @@ def test_an_exception_of_the_agents_own_code_is_still_an_agent_crash(tmp_path: P
     transcript = play(tmp_path, agent)
     assert transcript.end_reason == EndReason.AGENT_CRASH
     assert transcript.error is not None
+    where = f"{tmp_path.name}/agent.py:3 in respond"  # the innermost frame of the agent's code
     assert (transcript.error.side, transcript.error.message) == (
         Side.AGENT,
-        "ValueError: bad parse",
+        f"{where}: ValueError: bad parse",
     )
     verdict = decide(transcript, [])
     assert (verdict.outcome, verdict.error_side) == ("fail", None)
-    assert verdict.reason == "the agent crashed: ValueError: bad parse"
+    assert verdict.reason == f"the agent crashed: {where}: ValueError: bad parse"
 
 
 def test_the_agents_code_raising_tool_unavailable_itself_is_an_agent_crash(

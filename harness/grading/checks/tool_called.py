@@ -42,6 +42,9 @@ class ToolCalledCheck(CheckBase):
         return References(
             tools={("tool",): self.tool},
             tool_parameters={("args", name): (self.tool, name) for name in self.args},
+            tool_arguments={
+                ("args", name): (self.tool, name, value) for name, value in self.args.items()
+            },
         )
 
 

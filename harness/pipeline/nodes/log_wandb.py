@@ -45,8 +45,13 @@ def metrics(store: Any, inputs: list[Any]) -> tuple[dict[str, Any], list[list[An
                     f"{prefix}/pass_rate_high": figures.high,
                     f"{prefix}/passed": figures.passed,
                     f"{prefix}/graded": figures.graded,
-                    f"{prefix}/errors": sum(figures.errors_by_side.values()),
-                    f"{prefix}/cost_usd": figures.usage.cost_usd + figures.user_usage.cost_usd,
+                    f"{prefix}/episodes": figures.episodes,
+                    f"{prefix}/errors": figures.errors,
+                    f"{prefix}/too_many_errors": int(figures.too_many_errors),
+                    f"{prefix}/cost_usd": figures.cost_usd,  # agent, user and judge together
+                    f"{prefix}/agent_cost_usd": figures.usage.cost_usd,
+                    f"{prefix}/user_cost_usd": figures.user_usage.cost_usd,
+                    f"{prefix}/judge_cost_usd": figures.judge_usage.cost_usd,
                     f"{prefix}/variant_hash": item.variant_hash,
                 }
             )

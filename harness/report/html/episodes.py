@@ -12,7 +12,7 @@ from harness.grading.checks import uses_judge
 from harness.grading.result import CheckResult, Verdict
 from harness.report.html.diff import StateChange, state_changes
 from harness.store import StoredTask
-from harness.transcript import Message, Transcript
+from harness.transcript import Message, Transcript, Usage
 
 
 class ToolStep(BaseModel):
@@ -54,7 +54,9 @@ class EpisodeView(BaseModel):
     turns: int = Field(description="User turns the agent answered.")
     started_at: str = Field(default="", description="ISO-8601 start time, when recorded.")
     duration_s: float = Field(description="Wall time in seconds.")
-    cost_usd: float = Field(description="Agent model cost in US dollars.")
+    cost_usd: float = Field(
+        description="What the episode cost in US dollars: agent, simulated user and judge."
+    )
     tokens: int = Field(description="Agent input plus output tokens.")
     chat: list[Turn] = Field(description="The conversation as chat turns.")
     changes: list[StateChange] | None = Field(
@@ -117,6 +119,7 @@ def episode_view(
     """The page's view of one stored episode; `case` (the task as the run played it, when the
     store or its file says) gives the title, level, tags and start state."""
     t = transcript
+    judged = verdict.judge_usage() if verdict else Usage()
     return EpisodeView(
         key=key,
         run_id=run_id,
@@ -137,7 +140,7 @@ def episode_view(
         turns=t.turns,
         started_at=t.started_at,
         duration_s=t.duration_s,
-        cost_usd=t.usage.cost_usd,
+        cost_usd=t.usage.cost_usd + t.user_usage.cost_usd + judged.cost_usd,
         tokens=t.usage.input_tokens + t.usage.output_tokens,
         chat=chat_turns(t.messages),
         changes=state_changes(case.state, t.final_state) if case is not None else None,

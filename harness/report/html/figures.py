@@ -46,7 +46,7 @@ class RunSection(BaseModel):
     suite: str = Field(description="The suite's short hash (task ids and contents).")
     by_level: list[GroupRate] = Field(description="Pass rate per task level.")
     by_tag: list[GroupRate] = Field(description="Pass rate per task tag.")
-    roles: list[RoleUsage] = Field(description="Usage of the agent and of the simulated user.")
+    roles: list[RoleUsage] = Field(description="Usage of the agent, simulated user and judges.")
     end_reasons: list[tuple[str, int]] = Field(description="Episodes per end reason.")
     seconds: float = Field(description="Summed wall time of the episodes.")
     wall_s: float | None = Field(description="First start to last end, when recorded.")
@@ -120,6 +120,7 @@ def run_section(
         roles=[
             RoleUsage(role="agent", usage=figures.usage),
             RoleUsage(role="user simulator", usage=figures.user_usage),
+            RoleUsage(role="judge", usage=figures.judge_usage),
         ],
         end_reasons=ends.most_common(),
         seconds=sum(e.duration_s for e in episodes),

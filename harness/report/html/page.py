@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.compare import ComparisonResult, GradedEpisodes, compare_episodes
 from harness.fidelity import FidelityReport
+from harness.gate import GateResult
 from harness.report.html.clusters import ClusterView, failure_clusters
 from harness.report.html.episodes import EpisodeView, episode_view
 from harness.report.html.figures import RunSection, run_section
@@ -37,6 +38,11 @@ class ReportPage(BaseModel):
     )
     gate: GateDecision | None = Field(
         default=None, description="The newest gate decision on these runs, when there is one."
+    )
+    gate_result: GateResult | None = Field(
+        default=None,
+        description="That decision whole: its rules with their figures and verdicts (None for "
+        "a decision stored before the store kept them).",
     )
     trends: Trends | None = Field(default=None, description="The store's trends.")
     clusters: list[ClusterView] = Field(default_factory=list, description="Failure clusters.")
@@ -88,7 +94,14 @@ def load_run(
 def build_report(
     store: Store, run_id: str, against: str | None = None, read_tasks: TaskReader = run_tasks
 ) -> ReportPage:
-    """The page of a run (A) and, with `against`, of the run B it is compared with."""
+    """The page of a run (A) and, with `against`, of the run B it is compared with: A the
+    baseline, B the candidate. When the newest gate on the two judged `run_id` as the candidate,
+    the page takes the gate's roles (A and B swapped), so that its title, its A/B and its gate
+    all read "candidate against baseline" the same way."""
+    history = trends(store)
+    gate = gate_on(history.decisions, run_id, against)
+    if against is not None and gate is not None and gate.candidate_run == run_id:
+        run_id, against = against, run_id
     section, tasks = load_run(store, run_id, "a", read_tasks)
     runs = [section]
     comparison, pairs, unpaired = None, [], ""
@@ -104,23 +117,40 @@ def build_report(
             pairs = episode_pairs(section.episodes, other.episodes, comparison)
         else:
             unpaired = no_shared_task(section, other)
-    title = f"Run {run_id}" + (f" against {against}" if against else "")
-    history = trends(store)
     return ReportPage(
-        title=title,
+        title=page_title(runs),
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         store=str(store.path),
         runs=runs,
         comparison=comparison,
         pairs=pairs,
         unpaired=unpaired,
-        gate=gate_on(history.decisions, run_id, against),
+        gate=gate,
+        gate_result=stored_gate_result(store, gate),
         trends=history,
         clusters=failure_clusters(tasks.cases, section.episodes),
         fidelity=FidelityReport.model_validate_json(kept)
         if (kept := store.fidelity(run_id))
         else None,
     )
+
+
+def stored_gate_result(store: Store, gate: GateDecision | None) -> GateResult | None:
+    """The whole of a gate decision, as the store kept it; None when it kept none (a decision
+    stored before version 7) or one this harness no longer reads: the page then shows the
+    decision's line without its rules, rather than failing."""
+    kept = store.gate_result(gate.candidate_run, gate.baseline_run) if gate else None
+    try:
+        return GateResult.model_validate_json(kept) if kept else None
+    except ValidationError:
+        return None
+
+
+def page_title(runs: list[RunSection]) -> str:
+    """'CANDIDATE (run) vs BASELINE (run)', the candidate (B) first as every comparison line
+    reads it, each named by its variant and run id; a run alone, 'VARIANT (run)'."""
+    named = [f"{s.info.variant} ({s.info.id})" for s in reversed(runs)]
+    return " vs ".join(named)
 
 
 def shared_tasks(a: RunSection, b: RunSection) -> set[str]:

@@ -13,9 +13,13 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
+from harness.compare.money import usd
+from harness.gate import GateResult
+from harness.gate.html import gate_html
 from harness.report.html.filters import EpisodeFilter
 from harness.report.html.page import ReportPage
 from harness.report.lines import difference_line, errors_line, mcnemar_line, verdict_line
+from harness.report.paths import relative_paths
 from harness.secrets import redact
 
 HERE = Path(__file__).parent
@@ -26,7 +30,7 @@ def percent(value: float) -> str:
 
 
 def dollars(value: float) -> str:
-    return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
+    return usd(value) if value < 1 else f"${value:,.2f}"  # a small cost never shows as $0.0000
 
 
 def seconds(value: float) -> str:
@@ -34,6 +38,12 @@ def seconds(value: float) -> str:
         return f"{value:.1f} s"
     minutes, rest = divmod(int(value), 60)
     return f"{minutes} min {rest:02d} s" if minutes < 120 else f"{minutes / 60:.1f} h"
+
+
+def gate_rules(result: GateResult) -> Markup:
+    """A gate's decision with every rule, its figures and verdict: the notebook's rendering
+    (`harness.gate.html`, which escapes every value), so the two never differ."""
+    return Markup(gate_html(result))  # gate_html escapes every value
 
 
 @cache
@@ -53,6 +63,7 @@ def environment() -> Environment:
         difference_line=difference_line,
         mcnemar_line=mcnemar_line,
         errors_line=errors_line,
+        gate_html=gate_rules,
         empty_filter=EpisodeFilter(),
         css=Markup((HERE / "static" / "report.css").read_text()),
         js=Markup((HERE / "static" / "report.js").read_text()),
@@ -73,8 +84,10 @@ def script_hashes() -> list[str]:
 
 def render(template: str, **context: Any) -> str:
     """A page: `mode` is `report` (a file: filters run in the browser) or `view` (the viewer:
-    filters are asked of the server). Every secret still in the text is masked."""
-    return redact(environment().get_template(template).render(**context))
+    filters are asked of the server). Every secret still in the text is masked, and no
+    absolute path of the user's machine is shown (`relative_paths`): the stored config holds
+    the agent file's, and a report is shared."""
+    return relative_paths(redact(environment().get_template(template).render(**context)))
 
 
 def report_html(page: ReportPage, mode: str = "report", flt: EpisodeFilter | None = None) -> str:

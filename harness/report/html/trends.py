@@ -37,7 +37,9 @@ class WeekRate(BaseModel):
     low: float = Field(description="Lower end of the 95% interval, clustered by task.")
     high: float = Field(description="Upper end of the 95% interval, clustered by task.")
     episodes: int = Field(description="Episodes played, errors included.")
-    cost_per_episode: float = Field(description="Mean agent cost per episode in US dollars.")
+    cost_per_episode: float = Field(
+        description="Mean cost per episode in US dollars: agent, simulated user and judge."
+    )
 
 
 class GateDecision(BaseModel):
@@ -67,7 +69,8 @@ class Trends(BaseModel):
     gate_weeks: list[str] = Field(description="The seven weeks of the gate chart.")
     rate_chart: Chart = Field(description="Pass rate per variant and week with intervals.")
     cost_chart: Chart | None = Field(
-        description="Agent cost per episode per variant and week; None when nothing cost."
+        description="Cost per episode (agent, simulated user and judge) per variant and week; "
+        "None when nothing cost."
     )
     gate_chart: Chart = Field(description="Gate decisions over the seven weeks.")
 
@@ -92,7 +95,7 @@ def week_rates(store: Store) -> list[WeekRate]:
         pool.runs += 1
         for row in store.episode_rows(info.id):
             pool.episodes += 1
-            pool.cost += row.usage.cost_usd
+            pool.cost += row.spend.cost_usd  # agent, simulated user and judge
             if row.verdict is not None and row.verdict.outcome != "error":
                 pool.outcomes[row.task_id].append(row.verdict.outcome == "pass")
     rates = []
@@ -159,7 +162,9 @@ def rate_and_cost_charts(weeks: list[WeekRate]) -> tuple[Chart, Chart | None]:
     )
     top = max((w.cost_per_episode for w in weeks), default=0.0) * 1.15
     cost_frame = Frame(categories, top)
-    cost_chart = cost_frame.chart("Agent cost per episode, per variant and week", _dollars, [])
+    cost_chart = cost_frame.chart(
+        "Cost per episode (agent, user simulator and judge), per variant and week", _dollars, []
+    )
     for n, variant in enumerate(variants):
         mine = [w for w in weeks if w.variant == variant]
         shift = 0.4 * ((n + 0.5) / len(variants) - 0.5)
