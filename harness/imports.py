@@ -166,6 +166,11 @@ def user_frames(exc: BaseException) -> list[traceback.FrameSummary]:
     return [frame for frame, kind in zip(frames, kinds, strict=True) if kind == wanted]
 
 
+def frame_text(frame: traceback.FrameSummary) -> str:
+    """A frame as a reason names it: `agent.py:21 in respond`."""
+    return f"{shown(frame.filename)}:{frame.lineno} in {frame.name}"
+
+
 def user_code_error(exc: Exception, module: str) -> UserCodeError:
     """The located error of a user's module that raised `exc` while importing; `module` (its
     file as shown, or its name) is the location when no frame of the user's code is known."""

@@ -14,8 +14,7 @@ MOST_DECIMALS = 12
 
 def as_written(number: float) -> str:
     """A number from a config file without an exponent: 1e-05 as 0.00001, 0.5 as 0.5, 2.0 as 2."""
-    text = format(Decimal(repr(float(number))).normalize(), "f")
-    return text
+    return format(Decimal(repr(float(number))).normalize(), "f")
 
 
 def usd(value: float) -> str:

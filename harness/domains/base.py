@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from harness.domains.docstrings import parse_tool_doc
-from harness.imports import BadDefinition, shown, user_frames
+from harness.imports import BadDefinition, frame_text, user_frames
 from harness.registry import Registry
 from harness.specs.located import copy_data
 from harness.tracing import child_span
@@ -96,9 +96,7 @@ def _crash(name: str, exc: BaseException) -> str:
     """A tool's exception as the harness shows it: the tool, and the innermost frame of the
     tool's own code that raised (`ferry.py:60 in find_sailings`)."""
     frames = user_frames(exc)
-    where = (
-        f"{shown(frames[-1].filename)}:{frames[-1].lineno} in {frames[-1].name}: " if frames else ""
-    )
+    where = f"{frame_text(frames[-1])}: " if frames else ""
     return f"tool {name} crashed: {where}{_raised(exc)}"
 
 

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from harness.imports import shown
+from harness.imports import frame_text
 from harness.imports import user_frames as code_frames
 
 _lock = threading.Lock()
@@ -110,7 +110,4 @@ async def run_sync_agent(function: Callable[..., Any], *args: Any) -> Any:
 def user_frames(exc: BaseException) -> list[str]:
     """The last frames of the user's code in an exception's traceback, innermost first, as
     `agent.py:21 in respond`; at most `FRAMES_KEPT`."""
-    frames = reversed(code_frames(exc))
-    return [f"{shown(frame.filename)}:{frame.lineno} in {frame.name}" for frame in frames][
-        :FRAMES_KEPT
-    ]
+    return [frame_text(frame) for frame in reversed(code_frames(exc))][:FRAMES_KEPT]

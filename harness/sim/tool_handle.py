@@ -28,13 +28,17 @@ async def tool_outcome(env: Environment, call: ToolCall, allowed: bool = True) -
     return ToolOutcome(f"Error: unknown tool '{call.name}'", is_error=True)
 
 
-async def tool_result(env: Environment, call: ToolCall, allowed: bool = True) -> Message:
-    """Run a call on the environment (unless the agent may not use the tool): its result."""
-    outcome = await tool_outcome(env, call, allowed)
+def tool_message(call: ToolCall, outcome: ToolOutcome) -> Message:
+    """A call's outcome as the transcript records it."""
     return Message(
         role="tool", tool_call_id=call.id, name=call.name, content=outcome.content,
         is_error=outcome.is_error,
     )  # fmt: skip
+
+
+async def tool_result(env: Environment, call: ToolCall, allowed: bool = True) -> Message:
+    """Run a call on the environment (unless the agent may not use the tool): its result."""
+    return tool_message(call, await tool_outcome(env, call, allowed))
 
 
 class ToolHandle:
@@ -103,10 +107,7 @@ class ToolHandle:
         except ToolUnavailable as exc:
             self.failure = self.failure or exc
             raise
-        self._messages.append(
-            Message(role="tool", tool_call_id=call.id, name=name, content=outcome.content,
-                    is_error=outcome.is_error)
-        )  # fmt: skip
+        self._messages.append(tool_message(call, outcome))
         refusal = outcome.content.removeprefix("Error: ")
         if outcome.crash:  # the tool's own bug: a ToolError to the code, the tool's if let through
             raise ToolCrashed(refusal, outcome.crash)
