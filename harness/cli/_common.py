@@ -321,14 +321,16 @@ def parse_model_option(option: str, text: str | None) -> ModelRef | None:
 def make_console(stderr: bool = False) -> Console:
     """The console every command prints with. A terminal is measured by rich; output to a pipe
     or a file is $COLUMNS wide, else `defaults.PIPED_WIDTH`, not rich's 80 columns that cut ids
-    short. Tables fold ids that still do not fit, never ellipsising them."""
+    short. Tables fold ids that still do not fit, never ellipsising them. What is printed has
+    its own styles; rich's highlighting of numbers and strings in every line is off (compiling
+    its patterns was a twentieth of a one-task run-eval)."""
     import os
 
     from rich.console import Console
 
     from harness.defaults import PIPED_WIDTH
 
-    console = Console(stderr=stderr)
+    console = Console(stderr=stderr, highlight=False)
     if not console.is_terminal and not os.environ.get("COLUMNS", "").isdigit():
         console.width = PIPED_WIDTH
     return console

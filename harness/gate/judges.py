@@ -21,13 +21,16 @@ existed is read the same way.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from harness.gate.figures import RuleCheck
 from harness.grading.checks import uses_judge
-from harness.production.calibrate import Calibration, judge_key
 from harness.specs.agent import ModelRef
 from harness.specs.gate import Gate
 from harness.store import Store
+
+if TYPE_CHECKING:  # the calibration (and numpy) is imported by a gate that asks for a kappa
+    from harness.production.calibrate import Calibration
 
 RULE = "judge agreement"
 
@@ -43,6 +46,8 @@ def run_judges(store: Store, run_id: str) -> set[str]:
     )
     if not judged:
         return set()
+    from harness.production.calibrate import judge_key
+
     return {judge_key(ModelRef.model_validate(default))} if default else {"(no judge recorded)"}
 
 
@@ -71,6 +76,8 @@ def judge_rule(config: Gate, store: Store, runs: Sequence[str]) -> RuleCheck | N
     graded by a hard judged check."""
     if config.min_judge_kappa is None:
         return None
+    from harness.production.calibrate import Calibration
+
     judges = sorted({key for run_id in runs for key in run_judges(store, run_id)})
     if not judges:
         return None

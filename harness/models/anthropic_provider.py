@@ -21,10 +21,8 @@ class AnthropicModel(SdkModel):
 
     policy = ProviderPolicy(concurrency=16)
     sdk_module = "anthropic"
+    client_class = "AsyncAnthropic"
     key_env = "ANTHROPIC_API_KEY"
-
-    def make_client(self, sdk: Any, key: str, base_url: str | None, timeout_s: float) -> Any:
-        return sdk.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
 
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams

@@ -35,10 +35,8 @@ class OpenAIModel(SdkModel):
 
     policy = ProviderPolicy(concurrency=32)
     sdk_module = "openai"
+    client_class = "AsyncOpenAI"
     key_env = "OPENAI_API_KEY"
-
-    def make_client(self, sdk: Any, key: str, base_url: str | None, timeout_s: float) -> Any:
-        return sdk.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
 
     async def complete(
         self, messages: list[Message], tools: list[ToolSpec], params: CompletionParams

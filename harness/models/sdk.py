@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 import weakref
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any, ClassVar, Self
 
 from harness.defaults import MODEL_TIMEOUT_S
@@ -19,24 +20,42 @@ from harness.specs.agent import ModelRef
 
 class ClientPerLoop:
     """An async SDK client per running event loop: pooled connections belong to the loop that
-    opened them, so a client must not outlive it (several `asyncio.run` calls in one process)."""
+    opened them, so a client must not outlive it (several `asyncio.run` calls in one process).
+
+    Each client is closed with its loop even when nobody calls `aclose`: a started async
+    generator holds it, and `asyncio.run` closes a loop's async generators before the loop
+    (`loop.shutdown_asyncgens`), which runs the generator's `finally`. An aiohttp session left
+    open would print "Unclosed client session" at exit."""
 
     def __init__(self, make: Callable[[], Any]):
         self._make = make
-        self._clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._clients: weakref.WeakKeyDictionary[Any, tuple[Any, AsyncGenerator[None, None]]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def get(self) -> Any:
         loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = self._clients[loop] = self._make()
-        return client
+        held = self._clients.get(loop)
+        if held is None:
+            client = self._make()
+            closer = _closed_at_shutdown(client)
+            with suppress(StopIteration):  # run it to its `yield`: the loop now tracks it
+                closer.asend(None).send(None)
+            held = self._clients[loop] = (client, closer)
+        return held[0]
 
     async def aclose(self) -> None:
         """Close this loop's client and its connections (call before the loop ends)."""
-        client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.close()
+        held = self._clients.pop(asyncio.get_running_loop(), None)
+        if held is not None:
+            await held[1].aclose()
+
+
+async def _closed_at_shutdown(client: Any) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await client.close()
 
 
 def api_key(ref: ModelRef, default_env: str) -> str:
@@ -68,10 +87,11 @@ def sdk_errors(name: str, sdk: Any) -> Iterator[None]:
 
 class SdkModel:
     """Base of an SDK-backed provider: a model id `provider/<model>`, its key, and the SDK's
-    async client (made by `make_client(sdk, key, ref, timeout_s)`), one per event loop."""
+    async client (`client_class`, made by `make_client`), one per event loop."""
 
     policy: ClassVar[ProviderPolicy] = ProviderPolicy()
     sdk_module: ClassVar[str]
+    client_class: ClassVar[str]  # the SDK's async client class, e.g. `AsyncOpenAI`
     key_env: ClassVar[str]
 
     def __init__(self, ref: ModelRef, timeout_s: float = MODEL_TIMEOUT_S):
@@ -81,7 +101,6 @@ class SdkModel:
         self.model = ref.id.split("/", 1)[1]
         key = api_key(ref, self.key_env)
         self._sdk = importlib.import_module(self.sdk_module)
-        # The harness retries and times out calls itself; the client must not retry as well.
         self._clients = ClientPerLoop(
             lambda: self.make_client(self._sdk, key, ref.base_url, timeout_s)
         )
@@ -91,7 +110,35 @@ class SdkModel:
         return cls(ref, options.get("timeout_s", MODEL_TIMEOUT_S))
 
     def make_client(self, sdk: Any, key: str, base_url: str | None, timeout_s: float) -> Any:
-        raise NotImplementedError
+        """The SDK's async client: no retries of its own (the harness retries and times out
+        calls itself), on `http_client`'s transport."""
+        return getattr(sdk, self.client_class)(
+            api_key=key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=timeout_s,
+            http_client=self.http_client(base_url),
+        )
+
+    def http_client(self, base_url: str | None) -> Any:
+        """The SDK's own HTTP client on its aiohttp transport (`DefaultAioHttpClient`, the SDK's
+        `aiohttp` extra): the same requests for about a third less CPU per call than its
+        default httpx transport (`bench/end_to_end.py`), CPU that other episodes wait for under
+        concurrency. Without aiohttp, the SDK's httpx client with the same defaults.
+
+        An `http://` endpoint (a local server: vLLM, Ollama, llama.cpp) speaks no TLS, so the
+        client gets a TLS context that loads no CA certificate instead of the default one,
+        whose loading takes a sixth of a second at start-up; without any CA, a TLS connection
+        (a redirect to https) fails verification rather than going unverified."""
+        options: dict[str, Any] = {}
+        if base_url is not None and base_url.startswith("http://"):
+            options["verify"] = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        for name in ("DefaultAioHttpClient", "DefaultAsyncHttpxClient"):
+            try:
+                return getattr(self._sdk, name)(**options)
+            except (AttributeError, RuntimeError):  # an older SDK, or no aiohttp installed
+                continue
+        return None
 
     async def aclose(self) -> None:
         await self._clients.aclose()

@@ -77,17 +77,31 @@ def secret_values(extra_names: tuple[str, ...] = ()) -> list[str]:
     """Values of environment variables that look like secrets or were declared so (longest
     first)."""
     names = tuple(sorted(DECLARED.union(extra_names)))
-    return list(_secret_values(tuple(os.environ.items()), names))
+    return list(_secret_values(_environment(), names))
 
 
-@lru_cache(maxsize=8)  # the environment rarely changes; every stored row is redacted
-def _secret_values(environ: tuple[tuple[str, str], ...], extra_names: tuple[str, ...]) -> tuple:
+def _environment() -> tuple[tuple[Any, Any], ...]:
+    """The environment as it is now, as a cache key. CPython keeps it encoded in
+    `os.environ._data`: read from there it costs a twentieth of decoding every item, and every
+    stored row and span is redacted."""
+    data = getattr(os.environ, "_data", None)
+    return tuple(data.items()) if isinstance(data, dict) else tuple(os.environ.items())
+
+
+@lru_cache(maxsize=8)  # the environment rarely changes
+def _secret_values(environ: tuple[tuple[Any, Any], ...], extra_names: tuple[str, ...]) -> tuple:
+    decoded = ((_text(name), _text(value)) for name, value in environ)
     values = {
         value
-        for name, value in environ
+        for name, value in decoded
         if (SECRET_NAME.search(name) or name in extra_names) and len(value) >= 8
     }
     return tuple(sorted(values, key=len, reverse=True))
+
+
+def _text(value: str | bytes) -> str:
+    """An environment name or value as `os.environ` gives it (decoded as it decodes it)."""
+    return os.fsdecode(value) if isinstance(value, bytes) else value
 
 
 # Every shape holds one of these, so one miss says a text has nothing to mask (what most text

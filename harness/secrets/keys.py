@@ -185,7 +185,23 @@ OWN_SHAPES: tuple[Shape, ...] = (
     ),
 )
 
-PAIR_MARKS = ("pass", "pwd", "secret", "key", "token")
+PAIR_MARKS = ("pass", "pwd", "secret", "key", "token")  # every one of SECRET_WORDS holds one
+# What follows a mark in a pair: the rest of a secret word (`pass`+`word`, `secret`+`_key`),
+# its end, then `:`, `=` or " is ".
+PAIR_TAIL = re.compile(r"(?:word|wd|phrase|[_\-]?key)?(?!\w)(?:[\"']?\s*[:=]|\s+is\s)")
+
+
+def may_hold_pair(lowered: str) -> bool:
+    """Whether lowered text may hold a `password: ...` pair: a mark followed by a separator.
+    Looked for from each mark (`str.find`), since PAIR itself is tried at every character and
+    "token" alone is in most model output ("input_tokens")."""
+    for mark in PAIR_MARKS:
+        start = lowered.find(mark)
+        while start != -1:
+            if PAIR_TAIL.match(lowered, start + len(mark)):
+                return True
+            start = lowered.find(mark, start + 1)
+    return False
 
 
 def mask_secrets(text: str) -> str:
@@ -197,6 +213,6 @@ def mask_secrets(text: str) -> str:
             text = shape.apply(text, lowered)
     for shape in OWN_SHAPES:
         text = shape.apply(text, lowered)
-    if any(mark in lowered for mark in PAIR_MARKS):
+    if may_hold_pair(lowered):
         text = PAIR.sub(_pair, text)
     return text

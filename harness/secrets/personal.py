@@ -9,9 +9,11 @@ import re
 from harness.secrets.masks import pii_mask
 
 # 4-4-4-1..4(-1..3) digits (13-19) or Amex's 4-6-5, one separator (space, dash or none) between
+# Each digit pattern starts with a plain `\d` (the lookbehind after it), so that the regex engine
+# skips to the next digit in C: a lookbehind first is tried at every character, 7 times slower.
 CARD = re.compile(
-    r"(?<![\d.\-])(?:\d{4}(?P<sep>[ \-]?)\d{4}(?P=sep)\d{4}(?P=sep)\d{1,4}"
-    r"(?P<last>(?P=sep)\d{1,3})?|\d{4}(?P<amex>[ \-]?)\d{6}(?P=amex)\d{4,5})(?!\d)"
+    r"\d(?<![\d.\-]\d)(?:\d{3}(?P<sep>[ \-]?)\d{4}(?P=sep)\d{4}(?P=sep)\d{1,4}"
+    r"(?P<last>(?P=sep)\d{1,3})?|\d{3}(?P<amex>[ \-]?)\d{6}(?P=amex)\d{4,5})(?!\d)"
 )
 # What may stand between a card and its expiry or CVV: separators, and the words naming them.
 CARD_GAP = (
@@ -30,7 +32,8 @@ EXPIRY_NAMED = re.compile(
     r"(?i)\b(?P<word>exp(?:iry|ires|iration)?(?: date)?|valid thru)\b(?P<sep>\W{0,3})"
     r"(?P<expiry>(?:0[1-9]|1[0-2])\s?/\s?(?:\d{4}|\d{2}))(?!\d)"
 )
-SSN = re.compile(r"(?<![\d\-])(?!000|666|9\d\d)\d{3}([ \-])(?!00)\d{2}\1(?!0000)\d{4}(?![\d\-])")
+# An SSN's shape; its area number (never 000, 666 or 9xx) is checked by `_ssn`.
+SSN = re.compile(r"\d(?<![\d\-]\d)\d\d([ \-])(?!00)\d{2}\1(?!0000)\d{4}(?![\d\-])")
 SSN_NAMED = re.compile(r"(?i)\b(ssn|social security(?: number)?)\b(\W{0,4}(?:is\s+)?)(\d{9})\b")
 EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
 PHONE = re.compile(
@@ -84,18 +87,40 @@ def _cards(text: str) -> str:
 
 
 def mask_payment_and_ids(text: str) -> str:
-    """Card numbers (with the CVV and expiry next to them), named CVVs and US SSNs masked."""
+    """Card numbers (with the CVV and expiry next to them), named CVVs and US SSNs masked.
+
+    The SSN and named patterns run only on text that holds what any of their matches holds (an
+    SSN's digit groups, a CVV's or an SSN's name): most text holds none, and these checks cost
+    a quarter or less of the patterns they spare (every stored episode passes here)."""
     if not DIGIT_RUN.search(text):
         return text
     text = _cards(text)
-    text = CVV_NAMED.sub(lambda m: f"{m['word']}{m['sep']}{pii_mask('cvv')}", text)
+    if _names(text, CVV_WORDS):
+        text = CVV_NAMED.sub(lambda m: f"{m['word']}{m['sep']}{pii_mask('cvv')}", text)
     if CARD_MASK in text:  # an expiry is card data only next to a card
         text = EXPIRY_NAMED.sub(lambda m: f"{m['word']}{m['sep']}{pii_mask('card-expiry')}", text)
-    text = SSN.sub(pii_mask("ssn"), text)
-    return SSN_NAMED.sub(lambda m: f"{m[1]}{m[2]}{pii_mask('ssn')}", text)
+    if SSN_DIGITS.search(text):
+        text = SSN.sub(_ssn, text)
+    if _names(text, SSN_WORDS):
+        text = SSN_NAMED.sub(lambda m: f"{m[1]}{m[2]}{pii_mask('ssn')}", text)
+    return text
+
+
+def _ssn(match: re.Match[str]) -> str:
+    area = match.group()[:3]
+    return match.group() if area in ("000", "666") or area[0] == "9" else pii_mask("ssn")
+
+
+def _names(text: str, words: tuple[str, ...]) -> bool:
+    """Whether `text` holds one of `words` in any case (`casefold`, as the patterns' `(?i)`)."""
+    folded = text.casefold()
+    return any(word in folded for word in words)
 
 
 DIGIT_RUN = re.compile(r"\d{3}")
+SSN_DIGITS = re.compile(r"\d{3}[ \-]\d\d[ \-]\d{4}")
+CVV_WORDS = ("cvv", "cvc", "cid", "csc", "security code")
+SSN_WORDS = ("ssn", "social security")
 
 
 def mask_contacts(text: str) -> str:

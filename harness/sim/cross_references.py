@@ -6,6 +6,7 @@ never match is bad input, not a failing task."""
 from __future__ import annotations
 
 import datetime
+import functools
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -143,7 +144,7 @@ def _refused_by_type(tool: str, name: str, tp: Any, value: Any) -> list[WrongVal
     """`refused_arguments` for a parameter of a Python type, as the tool's argument model reads
     it (lax); a required key a partial mapping leaves out is not refused."""
     try:
-        TypeAdapter(tp).validate_python(value)
+        _adapter(tp).validate_python(value)
         return []
     except ValidationError as exc:
         errors = [e for e in exc.errors() if e["type"] != "missing"]
@@ -153,6 +154,20 @@ def _refused_by_type(tool: str, name: str, tp: Any, value: Any) -> list[WrongVal
         (keys_in(value, tuple(e["loc"])), _refusal(tool, name, error_message(e, tp)))
         for e in errors[:1]
     ]
+
+
+def _adapter(tp: Any) -> TypeAdapter[Any]:
+    """A parameter type's validator, built once per type (every task of a suite checks the same
+    tools' parameters)."""
+    try:
+        return _adapter_of(tp)
+    except TypeError:  # a type with unhashable metadata
+        return TypeAdapter(tp)
+
+
+@functools.lru_cache(maxsize=256)
+def _adapter_of(tp: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(tp)
 
 
 def _refused_by_schema(

@@ -243,19 +243,21 @@ def check_readable(path: Path) -> os.stat_result:
     """A spec file's status, checked before it is opened: a FIFO or device would block the
     read or never end, a symlink loop cannot be read, and a file past `YAML_MAX_BYTES` is
     refused before it is parsed. Each is one located line."""
-    source = display(path)
+
+    def problem(message: str) -> SpecError:
+        return SpecError.at(Location(display(path)), "", message)
+
     try:
         found = path.stat()
     except FileNotFoundError:
-        raise SpecError.at(Location(source), "", "file not found") from None
+        raise problem("file not found") from None
     except OSError as exc:  # a symlink loop, a path too long, no permission
-        raise SpecError.at(Location(source), "", f"cannot read file: {exc.strerror}") from None
+        raise problem(f"cannot read file: {exc.strerror}") from None
     if not stat.S_ISREG(found.st_mode):
         kind = next((name for test, name in _NOT_FILES if test(found.st_mode)), "a special file")
-        raise SpecError.at(Location(source), "", f"expected a regular YAML file, found {kind}")
+        raise problem(f"expected a regular YAML file, found {kind}")
     if found.st_size > YAML_MAX_BYTES:
-        limit = YAML_MAX_BYTES // 1_000_000
-        raise SpecError.at(Location(source), "", f"file larger than {limit} MB")
+        raise problem(f"file larger than {YAML_MAX_BYTES // 1_000_000} MB")
     return found
 
 

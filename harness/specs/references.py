@@ -52,18 +52,20 @@ def resolve_file(
         if not reference.endswith(".py"):
             return
         suffix = f":{function}"
-    where = nearest(positions, keys, Location(display(base), 1, 1))
+    def problem(message: str) -> SpecError:  # where it was written: found only for an error
+        where = nearest(positions, keys, Location(display(base), 1, 1))
+        return SpecError.at(where, format_path(keys), message)
+
     named = base.parent / reference
     try:  # a symlink loop is a RuntimeError before Python 3.13, an OSError (ELOOP) after
         target = named.resolve()
         found = target.is_file()
     except (OSError, RuntimeError, ValueError) as exc:
-        raise SpecError.at(where, format_path(keys), unreadable_file(named, exc)) from None
+        raise problem(unreadable_file(named, exc)) from None
     if not found:
-        raise SpecError.at(where, format_path(keys), f"file not found: {display(target)}")
+        raise problem(f"file not found: {display(target)}")
     if not os.access(target, os.R_OK):
-        why = f"cannot read {display(target)}: permission denied"
-        raise SpecError.at(where, format_path(keys), why)
+        raise problem(f"cannot read {display(target)}: permission denied")
     parent[keys[-1]] = f"{target}{suffix}"
 
 

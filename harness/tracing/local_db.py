@@ -16,6 +16,7 @@ import os
 import socket
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -171,7 +172,7 @@ class LocalTraceDb:
 
 def now_micros() -> int:
     """Now, as the store keeps times (integer microseconds since the epoch)."""
-    return micros(datetime.datetime.now(datetime.UTC)) or 0
+    return time.time_ns() // 1000
 
 
 def _process_start(pid: int) -> str | None:

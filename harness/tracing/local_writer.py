@@ -11,12 +11,12 @@ its batch is written is stored open, so that a killed run leaves interrupted cal
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import platform
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -282,8 +282,8 @@ def _statements(
 
 def new_id() -> str:
     """A UUIDv7 string, as weave gives calls and traces (time-ordered)."""
-    millis = datetime.datetime.now(datetime.UTC).timestamp() * 1000
-    value = (int(millis) << 80) | int.from_bytes(os.urandom(10), "big")
+    millis = time.time_ns() // 1_000_000
+    value = (millis << 80) | int.from_bytes(os.urandom(10), "big")
     value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
     value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant
     text = f"{value:032x}"

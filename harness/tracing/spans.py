@@ -20,7 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from harness.secrets import redactor
+from harness.secrets import memoized, redactor
 from harness.tracing.plain import plain
 
 if TYPE_CHECKING:
@@ -51,7 +51,9 @@ class Tracer:
         self.client = client
         self.enabled = client is not None
         self._weave_object: tuple[type, ...] = ()  # what `_plain` keeps as it is
-        self._redact = redactor()
+        # A run's spans repeat the same texts (prompts, tool names and results, the history
+        # each model call is given): each is masked once.
+        self._redact = memoized(redactor(), size=4096)
         if client is not None:
             from weave.object.obj import Object
             from weave.trace.vals import Traceable

@@ -269,6 +269,9 @@ def test_offline_wandb_run_directory_holds_the_metrics(tmp_path: Path) -> None:
         WANDB_MODE="offline",
     )
     assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 120  # its detached writer (the command does not wait for it)
+    while list(folder.glob("wandb-pending-*.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
     [run_dir] = list((folder / "wandb").glob("offline-run-*"))
     records = subprocess.run(
         [str(Path(sys.executable).with_name("wandb")), "leet", "inspect", "--json", str(run_dir)],

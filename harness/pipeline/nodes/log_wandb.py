@@ -4,18 +4,21 @@ hashes), summary metrics per run, a per-task table, comparisons and gate decisio
 Offline by default (a run directory under `dir`, synced later with `wandb sync`); online when
 `mode: online` or `WANDB_MODE=online` and the user is logged in. wandb never starts weave here
 (`WANDB_DISABLE_WEAVE=true`): the harness traces with its own client.
+
+The run is written by a detached child the command does not wait for (issue 42: waiting cost
+every run-eval about two seconds); `flush_pending` writes the runs of children that died.
 """
 
 from __future__ import annotations
 
-import atexit
+import fcntl
 import json
 import os
 import random
+import shutil
 import string
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +94,12 @@ def metrics(store: Any, inputs: list[Any]) -> tuple[dict[str, Any], list[list[An
 
 
 def start_wandb_run(
-    target: WandbTarget, name: str, job_type: str, config: dict[str, Any], run_id: str | None = None
+    target: WandbTarget,
+    name: str,
+    job_type: str,
+    config: dict[str, Any],
+    run_id: str | None = None,
+    resume: str | None = None,
 ) -> Any:
     """A W&B run in the target's mode (offline unless told otherwise); wandb never starts weave
     and reports no errors of its own."""
@@ -108,6 +116,7 @@ def start_wandb_run(
         dir=target.dir,
         name=name,
         id=run_id,
+        resume=resume,  # type: ignore[arg-type]  # "allow" or None
         job_type=job_type,
         config=config,
         settings=wandb.Settings(
@@ -126,10 +135,19 @@ def finished(run: Any) -> WandbRun:
     )
 
 
+PENDING = "wandb-pending-*.json"  # payloads whose W&B run is not written yet, in the target's dir
+
+
 async def run(params: LogWandbParams, inputs: list[Any], ctx: NodeContext) -> WandbRun:
-    """The metrics are read from the store here; the W&B run is written by a child process
-    (importing wandb and starting its service take about a second and a half), which this
-    process waits for only as it exits, after the summary is printed."""
+    """The metrics are read from the store here; the W&B run is written by a detached child
+    (importing wandb and starting its service take about two seconds), which the command does
+    not wait for: it returns while the run is written.
+
+    Nothing is lost if either process ends: the payload (secrets redacted) is on disk before the
+    child starts and removed only after its run is finished; the child holds an exclusive lock
+    on it (taken here, before the child exists, so no other writer can claim it meanwhile), and a
+    payload whose lock is free has lost its writer: the next `log_wandb` node writing to the
+    same folder, or `flush_pending`, writes it, under the same run id."""
     mode = params.resolved_mode()
     if mode == "disabled":
         return WandbRun(run_id="", mode=mode, directory=None)
@@ -137,41 +155,117 @@ async def run(params: LogWandbParams, inputs: list[Any], ctx: NodeContext) -> Wa
     run_id = "".join(random.choices(string.ascii_lowercase + string.digits, k=8))
     os.makedirs(params.dir, exist_ok=True)
     payload = {
-        "target": params.model_dump(mode="json"),
+        "target": params.model_copy(update={"mode": mode}).model_dump(mode="json"),
         "run_id": run_id,
         "name": ctx.pipeline_id,
         "config": ctx.config,
         "summary": summary,
         "rows": rows,
     }
-    with tempfile.NamedTemporaryFile(
-        "w", dir=params.dir, prefix="wandb-", suffix=".json", delete=False
-    ) as out:
-        out.write(redact(json.dumps(payload, default=str)))
-    code = f"import sys; from {__name__} import write_run; write_run(sys.argv[1])"
-    child = subprocess.Popen([sys.executable, "-c", code, out.name], stdout=subprocess.DEVNULL)
-    if not _CHILDREN:
-        atexit.register(_wait_for_children)
-    _CHILDREN.append(child)
+    path, lock = _pending_payload(params.dir, run_id, redact(json.dumps(payload, default=str)))
+    try:
+        _start_writer(path, lock)
+    finally:
+        os.close(lock)  # the child's copy keeps the lock for as long as it writes
     return WandbRun(run_id=run_id, mode=mode, directory=os.path.join(params.dir, "wandb"))
 
 
-_CHILDREN: list[subprocess.Popen[bytes]] = []
+def _pending_payload(folder: str, run_id: str, text: str) -> tuple[Path, int]:
+    """The payload written under a name `flush_pending` ignores, locked, then renamed to its
+    pending name: a writer never sees it incomplete or unlocked while this process lives."""
+    path = Path(folder, PENDING.replace("*", run_id))
+    part = path.with_suffix(".part")
+    lock = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with open(lock, "w", encoding="utf-8", closefd=False) as out:
+            out.write(text)
+        os.replace(part, path)
+    except BaseException:
+        os.close(lock)
+        part.unlink(missing_ok=True)
+        raise
+    return path, lock
 
 
-def _wait_for_children() -> None:
-    for child in _CHILDREN:
-        child.wait()
+def _start_writer(path: Path, lock: int) -> None:
+    """A child writing the payload's run, detached: its own session (a Ctrl-C to the
+    terminal's process group does not stop it), its output to a log next to the payloads (none
+    of it reaches the terminal after the command returned), nobody waiting for it."""
+    code = f"import sys; from {__name__} import write_pending; write_pending(*sys.argv[1:])"
+    with open(path.parent / "wandb-writer.log", "ab") as log:
+        child = subprocess.Popen(
+            [sys.executable, "-c", code, str(path), str(lock)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            pass_fds=(lock,),
+            start_new_session=True,
+        )
+    # Not waited for; those that ended are reaped as later ones start (no zombies in a process
+    # running many pipelines, such as a notebook).
+    _WRITERS[:] = [writer for writer in _WRITERS if writer.poll() is None] + [child]
 
 
-def write_run(payload_file: str) -> None:
-    """In the child: the W&B run of a payload the node wrote (then the payload is removed)."""
+_WRITERS: list[subprocess.Popen[bytes]] = []
+
+
+def write_pending(payload_file: str, lock: str) -> None:
+    """In the child: the run of the payload the node wrote (its lock inherited), then any other
+    payload of the same folder whose writer died."""
+    os.set_inheritable(int(lock), False)  # wandb's service must not hold the lock after us
+    try:
+        _write_run(Path(payload_file))
+    finally:
+        os.close(int(lock))
+    flush_pending(Path(payload_file).parent)
+
+
+def flush_pending(folder: str | Path) -> list[str]:
+    """Write the W&B runs of the payloads in `folder` (a `log_wandb` target's `dir`, by default
+    `.harness`) whose writer died (killed before it finished), each once: payloads another
+    writer is writing are left to it. The run ids written."""
+    written = []
+    for path in sorted(Path(folder).glob(PENDING)):
+        lock = _claim(path)
+        if lock is None:
+            continue
+        try:
+            written.append(_write_run(path))
+        finally:
+            os.close(lock)
+    return written
+
+
+def _claim(path: Path) -> int | None:
+    """The payload's lock, when no writer holds it and the payload is still pending."""
+    try:
+        lock = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.path.samestat(os.fstat(lock), os.stat(path)):
+            return lock
+    except (BlockingIOError, FileNotFoundError):  # its writer is alive, or has just finished
+        pass
+    os.close(lock)
+    return None
+
+
+def _write_run(path: Path) -> str:
+    """The W&B run of a payload whose lock is held; what an earlier writer of it left (it died
+    before removing the payload) is removed first, so a payload makes one run; the payload is
+    removed once the run is finished."""
     import wandb
 
-    payload = json.loads(Path(payload_file).read_text())
-    Path(payload_file).unlink()
+    payload = json.loads(path.read_text(encoding="utf-8"))
     target = WandbTarget.model_validate(payload["target"])
-    run = start_wandb_run(target, payload["name"], "eval", payload["config"], payload["run_id"])
+    run_id = payload["run_id"]
+    for left in Path(target.dir, "wandb").glob(f"*run-*-{run_id}"):
+        shutil.rmtree(left)
+    resume = "allow" if target.resolved_mode() == "online" else None  # the same run online
+    run = start_wandb_run(target, payload["name"], "eval", payload["config"], run_id, resume)
     try:
         run.log(payload["summary"])
         run.summary.update(payload["summary"])
@@ -186,8 +280,12 @@ def write_run(payload_file: str) -> None:
                 "failed checks",
             ]
             run.log({"tasks": wandb.Table(columns=columns, data=payload["rows"])})
-    finally:
-        run.finish()
+    except BaseException:
+        run.finish(exit_code=1)  # the payload stays: written again, whole, by the next flush
+        raise
+    run.finish()
+    path.unlink()
+    return str(run_id)
 
 
 register(
