@@ -68,6 +68,10 @@ PLUGINS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("azure_storage_key", "AzureStorageKeyDetector", ("AccountKey=",), "azure-storage-key"),
 )
 PLUGIN_MARKS = tuple(mark for _, _, marks, _ in PLUGINS for mark in marks)
+# The marks as two patterns, one search each instead of two per mark: those in lower case are
+# looked for in the lowered text, the others (`AKIA`, `SG.`) as written.
+_LOWER_MARKS = re.compile("|".join(re.escape(m) for m in PLUGIN_MARKS if m == m.lower()))
+_CASED_MARKS = re.compile("|".join(re.escape(m) for m in PLUGIN_MARKS if m != m.lower()))
 
 
 @lru_cache(maxsize=1)
@@ -208,7 +212,7 @@ def mask_secrets(text: str) -> str:
     """Key shapes, secret pairs and URL passwords masked (not the environment's values)."""
     text = mask_url_passwords(text)
     lowered = text.lower()
-    if any(mark in text or mark in lowered for mark in PLUGIN_MARKS):
+    if _CASED_MARKS.search(text) or _LOWER_MARKS.search(lowered):
         for shape in plugin_shapes():
             text = shape.apply(text, lowered)
     for shape in OWN_SHAPES:

@@ -168,7 +168,7 @@ def under(positions: Mapping[PathKey, Location], prefix: PathKey) -> Positions:
     return Positions(find)
 
 
-_READ: ContextVar[dict[Path, tuple[tuple[int, ...], str, Any]] | None] = ContextVar(
+_READ: ContextVar[dict[tuple[int, int], tuple[tuple[int, ...], str, Any]] | None] = ContextVar(
     "harness_read_once", default=None
 )
 
@@ -211,7 +211,9 @@ def read_yaml(path: Path) -> tuple[Any, Positions]:
     """Parse a YAML file: its data, and the position of every key and list item (found only
     when asked for). Aliases are expanded within limits; an alias bomb is one error."""
     found = check_readable(path)
-    cache, key = _READ.get(), path.resolve()
+    # The file, however its path is written (a link, `..`): its device and inode, from the
+    # status just read (resolving the path cost more than the rest of a cached read).
+    cache, key = _READ.get(), (found.st_dev, found.st_ino)
     seen = (found.st_mtime_ns, found.st_size, found.st_ino)
     if cache is not None and key in cache and cache[key][0] == seen:
         _, text, data = cache[key]  # its name is worked out only if a position is asked for

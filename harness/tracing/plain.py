@@ -43,6 +43,7 @@ _WEAVE_KEYS = ("_class_name", "_bases")  # weave's bookkeeping in an encoded obj
 # What weave records for an argument left out: the sentinel's repr (`stringify`).
 _NOT_GIVEN_TEXT = re.compile(r"NOT_GIVEN|<[\w.]*\b(?:Omit|NotGiven) object at 0x[0-9a-fA-F]+>")
 _NOT_GIVEN_TYPES = frozenset({"Omit", "NotGiven"})
+_NEVER_SENTINELS = frozenset({int, float, bool, type(None), dict, list})  # the common values
 
 
 class _Weave:
@@ -108,7 +109,7 @@ class _Plain:
     def mapping(self, items: Any) -> Any:
         out: dict[str, Any] = {}
         for key, item in items:
-            if _not_given(item):
+            if type(item) not in _NEVER_SENTINELS and _not_given(item):
                 continue
             out[key if type(key) is str else str(self.value(key))] = self.value(item)
         if "_class_name" in out or out.get("_type") == "ObjectRecord":  # weave's encoding

@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -394,3 +397,38 @@ def test_the_provider_sends_the_bytes_the_sdks_create_sends(monkeypatch) -> None
     assert {k.lower(): v for k, v in headers.items() if k.lower() not in varying} == {
         k.lower(): v for k, v in create_headers.items() if k.lower() not in varying
     }
+
+
+LEFT_OPEN = """
+import asyncio, gc
+from harness.models import CompletionParams, ModelRuntime
+from harness.specs.script import Script
+from harness.testing.fake_server import FakeServer
+from harness.transcript import Message
+
+script = Script.model_validate({"kind": "script", "rules": [{"reply": "hello"}]})
+with FakeServer(script).running() as server:
+    url = f"{server.url}/v1" if "PROTOCOL" == "openai" else server.url
+    model = ModelRuntime().model({"id": "PROTOCOL/fake-model", "base_url": url}, "agent")
+    ask = [Message(role="user", content="hi")]
+    replies = [asyncio.run(model.complete(ask, [], CompletionParams())) for _ in range(2)]
+    gc.collect()
+print(*(r.message.content for r in replies))
+"""
+
+
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
+def test_a_model_left_open_is_closed_with_its_event_loop(protocol: str) -> None:
+    """A model used under `asyncio.run` and never closed (a script or a notebook calling the
+    API) has its client closed as each loop ends: both calls answer, and nothing is printed
+    about an unclosed session or connector (the SDKs' aiohttp transport would say so)."""
+    done = subprocess.run(
+        [sys.executable, "-c", LEFT_OPEN.replace("PROTOCOL", protocol)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "ANTHROPIC_API_KEY": "x", "OPENAI_API_KEY": "x"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["hello", "hello"]
+    assert "Unclosed" not in done.stderr, done.stderr
