@@ -54,7 +54,9 @@ def state_changes(start: Any, final: Any, path: tuple[Any, ...] = ()) -> list[di
     """What turns `start` into `final` (see the module's doc); [] when they are equal."""
     if isinstance(start, dict) and isinstance(final, dict):
         found: list[dict[str, Any]] = []
-        for key, value in final.items():
+        # read as stored: an environment's state (`harness.domains.own_state`) holds, as they
+        # are, the start state's values no tool reached, so what no tool reached is skipped
+        for key, value in dict.items(final):
             if key not in start:
                 found.append({"path": [*path, key], "value": value})
             elif value is not start[key]:

@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from harness.domains.docstrings import parse_tool_doc
+from harness.domains.own_state import own_state
 from harness.imports import BadDefinition, frame_text, user_frames
 from harness.registry import Registry
-from harness.specs.located import copy_data
 from harness.tracing import child_span
 from harness.transcript import ToolSpec
 
@@ -211,6 +211,11 @@ class Environment:
     that validates a task's start state. A domain that also plays tasks made from production
     traces (`harness traces to-tasks --domain REF`) mixes in `TraceReplay` for its hooks.
 
+    `self.state` is the episode's own: read and change it as plain dicts and lists. It is a
+    copy-on-write view of the start state the task shares (a dict subclass: only what the
+    domain's code reaches is copied, `harness.domains.own_state`), so a real-size database
+    costs an episode what its tools reach, not a copy of the whole.
+
     The class is checked when it is defined, so that a mistake is bad input at its line when
     its module is imported (exit 2), not a failure in a run: `State` is a pydantic model class
     (`State = MyState`, not `MyState()`), every `@tool` signature is checked (see `tool`), and
@@ -231,7 +236,9 @@ class Environment:
     _tools: ClassVar[dict[str, DescribedTool]]
 
     def __init__(self, state: dict[str, Any]):
-        self.state: dict[str, Any] = copy_data(state)  # the caller's state is never changed
+        # a copy-on-write view: the caller's state (a start state a suite shares) is never
+        # changed, and only what the tools reach is copied (harness.domains.own_state)
+        self.state: dict[str, Any] = own_state(state)
         self.done = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -1,7 +1,7 @@
-"""Plan and execute a DAG: validate it before anything runs (the standard library's `graphlib`
-orders it and finds a cycle; networkx, which it used before, took a tenth of a second to
-import in every command), run independent
-nodes concurrently, and reuse every node whose work is unchanged.
+"""Plan and execute a DAG: validate it before anything runs (the standard library's
+`graphlib` sorts it topologically and finds a cycle; networkx, used before, took a tenth of a
+second to import in every command), run independent nodes concurrently, and reuse every node
+whose work is unchanged.
 
 A node's cache key is a hash of its kind, its resolved parameters, what identifies its work
 (e.g. the agent variant's content hash) and the keys of its inputs; a finished node's output is

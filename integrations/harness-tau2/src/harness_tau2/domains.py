@@ -2,9 +2,11 @@
 
 Each episode's environment is a tau2 `Environment` (its toolkit over its pydantic database),
 built from the harness state; a tool call is tau2's `make_tool_call`, so the agent sees what
-tau2's agent sees: the same results, and a refusal as `Error: <message>`. After a write, the
+tau2's agent sees: the same results, and a refusal as `Error: <message>`. After each call, the
 harness state is the database's dump, so the final state (and `end_state` checks against the
-gold actions replayed) is what tau2's `get_db_hash` compares.
+gold actions replayed) is what tau2's `get_db_hash` compares. The database is validated once
+per start state and each episode's is a copy-on-access view of it, whose changes are worked
+out from the records the calls took (`harness_tau2.shared`).
 
 The harness state is the database as JSON (`State` is tau2's database model); tasks start from
 tau2's own `db.json` (`DATA`).
@@ -31,9 +33,10 @@ from tau2.domains.retail.environment import get_tasks as retail_tasks
 from tau2.domains.retail.tools import RetailTools
 from tau2.domains.retail.utils import RETAIL_DB_PATH, RETAIL_POLICY_PATH
 from tau2.environment.environment import Environment as Tau2Environment
-from tau2.environment.toolkit import ToolKitBase, ToolType
+from tau2.environment.toolkit import ToolKitBase
 
 from harness.sdk import Environment, ToolError
+from harness_tau2.shared import View, shared
 
 DATA: dict[str, Path] = {"airline": Path(AIRLINE_DB_PATH), "retail": Path(RETAIL_DB_PATH)}
 """Each domain's start database, as tau2's package ships it."""
@@ -49,45 +52,30 @@ class Tau2Domain(Environment):
 
     def __init__(self, state: dict[str, Any]):
         super().__init__({})
-        # The top level is this episode's own; a write replaces the tables it changed
-        # (`_sync`), so the state a suite shares is never changed and is not copied.
+        # The top level is this episode's own; a call replaces the tables it changed
+        # (`View.settle`), so the state a suite shares is never changed and is not copied. The
+        # database is a view over the start state's, validated once (harness_tau2.shared).
         self.state = dict(state)
         assert self.State is not None
-        self._tau2 = type(self)._make(db=self.State.model_validate(state))
+        self._view = View(shared(self.State, state))
+        self._tau2 = type(self)._make(db=self._view.database)
 
     def _use(self, name: str, arguments: dict[str, Any]) -> Any:
-        """A tau2 tool call: its result as tau2 encodes it, a refusal as a `ToolError`. After a
-        write, refused or not (a tool may change the database before it refuses, and tau2
+        """A tau2 tool call: its result as tau2 encodes it, a refusal as a `ToolError`. After the
+        call, refused or not (a tool may change the database before it refuses, and tau2
         keeps what it changed), the state is the database."""
         refused: Exception | None = None
-        try:
-            result = self._tau2.make_tool_call(name, requestor="assistant", **arguments)
-            self._tau2.sync_tools()
-        except Exception as exc:  # tau2's tools refuse by raising; tau2 shows `Error: <text>`
-            refused = exc
-        if self._tau2.tools.tool_type(name) == ToolType.WRITE:
-            self._sync(self._tau2.tools.db.model_dump(mode="json", by_alias=True))
-        if refused is not None:
-            raise ToolError(str(refused))
-        text = Tau2Environment.to_json_str(result)
+        with self._view.base.lock:  # shared records lent to this call are checked before another
+            try:
+                result = self._tau2.make_tool_call(name, requestor="assistant", **arguments)
+                self._tau2.sync_tools()
+            except Exception as exc:  # tau2's tools refuse by raising; tau2 shows `Error: <text>`
+                refused = exc
+            self._view.settle(self.state)
+            if refused is not None:
+                raise ToolError(str(refused))
+            text = Tau2Environment.to_json_str(result)
         return text if isinstance(result, str) else json.loads(text)
-
-    def _sync(self, database: dict[str, Any]) -> None:
-        """The state becomes the database: a table that changed is a new mapping holding the
-        records that changed and sharing the others with the start state (which is never
-        changed), so that an episode's final state costs what it changed, in memory too."""
-        for table, records in database.items():
-            held = self.state.get(table)
-            if not (isinstance(held, dict) and isinstance(records, dict)):
-                if held != records:
-                    self.state[table] = records
-                continue
-            changed = {key: record for key, record in records.items() if held.get(key) != record}
-            gone = held.keys() - records.keys()
-            if changed or gone:
-                merged = {key: held[key] for key in held if key not in gone}
-                merged.update(changed)
-                self.state[table] = merged
 
 
 def _forward(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
