@@ -9,7 +9,8 @@ loading the other 499 tasks counts as work, not start-up; the bare client's less
 a one-episode warm-up), the ratio to the bare client, efficiency (ideal time / wall time end to
 end, start-up included on both sides; the ideal being calls x latency / concurrency for 4
 dependent calls per episode), and peak RSS; then the one-task start-up time (wall time beyond
-its 4 model calls). The last line is machine-readable.
+its 4 model calls), with W&B off and with the run logged to W&B offline (`startup_wandb_s`).
+The last line is machine-readable.
 
 One more case plays the same tasks with the user as an LLM persona and an `llm_judge` check,
 both models on the fake server (`openai/user-sim` and `openai/judge`): 4 agent calls, one user
@@ -52,7 +53,7 @@ os.environ.setdefault("OPENAI_API_KEY", "bench-not-a-real-key")
 SETTINGS = {"50": (0.05, 100), "200": (0.2, 20)}  # latency (s), concurrency
 CALLS_PER_EPISODE = 4
 LLM_CALLS_PER_EPISODE = CALLS_PER_EPISODE + 2  # and one user simulator call, one judge call
-ROUNDS = 2  # interleaved rounds per setting; each figure is their median
+ROUNDS = 3  # interleaved rounds per setting; each figure is their median
 CLIENT, CLIENT_POST = "bare openai client", "bare client, post"
 LLM_ROLES = "LLM user + judge"
 ENV = {
@@ -170,10 +171,16 @@ def server_requests(url: str) -> int:
 
 
 def run_harness(
-    folder: Path, tasks: int, concurrency: int, traced: bool, judge: str | None = None
+    folder: Path,
+    tasks: int,
+    concurrency: int,
+    traced: bool,
+    judge: str | None = None,
+    wandb: bool = False,
 ) -> dict[str, float]:
     """`harness run-eval` in a child process: its wall time, CPU time and peak RSS. With a
-    `judge` (a model reference), the suite of the LLM user and `llm_judge` checks."""
+    `judge` (a model reference), the suite of the LLM user and `llm_judge` checks; with
+    `wandb`, the run logged to W&B offline (its `log_wandb` node), as a user's default."""
     out = folder / f"run-{tasks}-{concurrency}-{traced}-{time.monotonic_ns()}"
     suite = "tasks" if tasks > 1 else "one-task"  # a suite of one task, not one of 500
     if judge is not None:
@@ -185,7 +192,8 @@ def run_harness(
     command += ["--traces", str(out / "traces.db")] if traced else ["--no-traces"]
     started = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(command, cwd=folder, env=ENV, capture_output=True, text=True)
+    env = {**ENV, "WANDB_MODE": "offline"} if wandb else ENV
+    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.perf_counter() - started
     if done.returncode != 0:
@@ -305,6 +313,7 @@ def one_round(folder: Path, url: str, tasks: int, concurrency: int) -> dict[str,
         side = f"harness traces {'on' if traced else 'off'}"
         sides[side] = {"wall": full["wall"], "cpu": net, "peak_mib": full["peak_mib"]}
     sides["one task"] = {"wall": one[True]["wall"]}
+    sides["one task, W&B"] = {"wall": run_harness(folder, 1, concurrency, True, wandb=True)["wall"]}
     sides[LLM_ROLES] = llm_roles(folder, url, tasks, concurrency)
     return sides
 
@@ -357,7 +366,7 @@ def main() -> None:
             ideal = -(-tasks // concurrency) * CALLS_PER_EPISODE * latency
             bare_cpu = sides[CLIENT]["cpu"]
             for side, result in sides.items():
-                if side == "one task":
+                if side.startswith("one task"):
                     continue
                 peak = max(peak, result.get("peak_mib", 0.0))
                 mib = f"{result['peak_mib']:9.0f}" if "peak_mib" in result else f"{'':>9}"
@@ -391,11 +400,17 @@ def main() -> None:
                     efficiency["harness traces on"] / efficiency[CLIENT]
                 )
                 summary["startup_s"] = sides["one task"]["wall"] - CALLS_PER_EPISODE * latency
+                summary["startup_wandb_s"] = (
+                    sides["one task, W&B"]["wall"] - CALLS_PER_EPISODE * latency
+                )
     print(
         "the harness's own cost, against the bare client posting the same bodies (its route), "
         f"at 50 ms: CPU per call {same_route} of the client's"
     )
-    print(f"one-task run-eval, traced: {summary['startup_s']:.2f} s beyond its model calls")
+    print(
+        f"one-task run-eval, traced: {summary['startup_s']:.2f} s beyond its model calls; "
+        f"{summary['startup_wandb_s']:.2f} s with W&B offline"
+    )
     print(
         f"LLM user and llm_judge case, traces off, at 50 ms: CPU "
         f"{summary['cpu_ms_per_call_llm_roles']:.2f} ms per model call, "
@@ -410,7 +425,8 @@ def main() -> None:
         f"efficiency_200_client={summary['efficiency_200_client']:.2f} "
         f"efficiency_200_vs_client={summary['efficiency_200_vs_client']:.2f} "
         f"efficiency_50_vs_client={summary['efficiency_50_vs_client']:.2f} "
-        f"startup_s={summary['startup_s']:.2f} peak_mib={peak:.0f}"
+        f"startup_s={summary['startup_s']:.2f} startup_wandb_s={summary['startup_wandb_s']:.2f} "
+        f"peak_mib={peak:.0f}"
     )
 
 
