@@ -214,6 +214,9 @@ def write_pending(payload_file: str, lock: str) -> None:
     """In the child: the run of the payload the node wrote (its lock inherited), then any other
     payload of the same folder whose writer died."""
     os.set_inheritable(int(lock), False)  # wandb's service must not hold the lock after us
+    # Importing wandb and starting its service take two seconds of CPU, while the command that
+    # started us is finishing (its summary, its stores): on a busy machine, it goes first.
+    os.nice(10)
     try:
         _write_run(Path(payload_file))
     finally:
