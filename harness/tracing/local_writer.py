@@ -69,7 +69,7 @@ _END = (
 # more CPU than writing the rows: rows go many to a statement, within the 999 variables of
 # older SQLite builds.
 MAX_VARIABLES = 999
-_SUMMARY_TEXT = '{{"status_counts": {{"success": {success}, "error": {error}}}}}'  # json.dumps'
+_SUMMARY_TEXT = '{{"status_counts": {{"success": {success}, "error": {error}}}}}'  # as json.dumps
 
 
 @dataclass(eq=False)
