@@ -203,16 +203,6 @@ def run_harness(
     return {"wall": wall, "cpu": cpu, "peak_mib": after.ru_maxrss / 1024, "passed": passed}
 
 
-def wandb_written(folder: Path, timeout_s: float = 60) -> None:
-    """Wait, untimed, for the detached W&B writer a run left (its payload gone), so that its
-    two seconds of CPU do not fall on the next measurement."""
-    deadline = time.monotonic() + timeout_s
-    while list((folder / ".harness").glob("wandb-pending-*.json")):
-        if time.monotonic() > deadline:
-            sys.exit("the W&B writer did not finish within a minute")
-        time.sleep(0.2)
-
-
 def same_payload() -> tuple[list[dict], str, dict[str, str]]:
     """What the harness sends for this workload (outside any timing): the agent's tool schemas
     and system prompt, and each tool's result as the support domain returns it, so that the
@@ -324,7 +314,12 @@ def one_round(folder: Path, url: str, tasks: int, concurrency: int) -> dict[str,
         sides[side] = {"wall": full["wall"], "cpu": net, "peak_mib": full["peak_mib"]}
     sides["one task"] = {"wall": one[True]["wall"]}
     sides["one task, W&B"] = {"wall": run_harness(folder, 1, concurrency, True, wandb=True)["wall"]}
-    wandb_written(folder)
+    # Its detached W&B writer finishes, untimed, so that its two seconds of CPU do not fall on
+    # the next measurement.
+    from harness.pipeline.nodes.log_wandb import wait_written
+
+    if not wait_written(folder / ".harness"):
+        sys.exit("the W&B writer did not finish within two minutes")
     sides[LLM_ROLES] = llm_roles(folder, url, tasks, concurrency)
     return sides
 

@@ -35,14 +35,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
 from big_state import harness
 
-from harness.store import Store
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.store import Store  # noqa: E402
+from tests.helpers.tau2 import JUDGE, make_playable  # noqa: E402
+
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
-JUDGE = "{id: scripted, script: judge.yaml}"
 
 
 def install(where: Path) -> Path:
@@ -63,26 +64,9 @@ def python_path(site: Path) -> str:
     return os.pathsep.join([str(site), str(ROOT)])
 
 
-def gold(task: Any) -> dict[str, Any]:
-    """What the oracle reads of a tau2 task: its gold actions, which of them write, the
-    information to communicate (tests/integrations/test_tau2.py's `gold`)."""
-    from harness_tau2.domains import Airline
-    from tau2.environment.toolkit import ToolType
-
-    kit = Airline.toolkit(None)
-    criteria = task.evaluation_criteria
-    actions = [
-        {"name": a.name, "arguments": a.arguments, "write": kit.tool_type(a.name) == ToolType.WRITE}
-        for a in criteria.actions or []
-    ]
-    return {"actions": actions, "communicate": criteria.communicate_info or [], "user_id": None}
-
-
 def project(folder: Path, site: Path) -> dict[str, Any]:
-    """The imported airline project, playable offline (tests/integrations/test_tau2.py's
-    `imported`): tau2's tasks by their harness id."""
-    from harness_tau2.convert import task_id, tau2_tasks
-
+    """The imported airline project, playable offline (`tests.helpers.tau2.make_playable`, as
+    tests/integrations/test_tau2.py plays it): tau2's tasks by their harness id."""
     folder.mkdir()
     done = subprocess.run(
         [sys.executable, "-m", "harness", "tau2", "import", "--domain", "airline", "--out",
@@ -92,25 +76,7 @@ def project(folder: Path, site: Path) -> dict[str, Any]:
     )  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"harness tau2 import failed:\n{done.stderr[-2000:]}")
-    tasks = {task_id("airline", t): t for t in tau2_tasks("airline", "base")}
-    for name, task in tasks.items():
-        path = folder / "tasks" / f"{name}.yaml"
-        data = yaml.safe_load(path.read_text())
-        data["start"]["first_message"] = f"task {task.id}"
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
-    (folder / "tasks" / "personas" / "tau2-user.yaml").write_text(
-        "kind: persona\nname: tau2-user\nmodel: scripted\n"
-        "scripted_turns:\n  - reply: 'Thank you. ###STOP###'\n"
-    )
-    (folder / "judge.yaml").write_text(
-        'kind: script\nrules:\n  - reply: \'{"reasoning": "Scripted.", "passed": false}\'\n'
-    )
-    (folder / "gold.json").write_text(json.dumps({t.id: gold(t) for t in tasks.values()}))
-    shutil.copyfile(ROOT / "tests" / "apps" / "tau2_agents.py", folder / "agents.py")
-    (folder / "oracle.yaml").write_text(
-        "kind: agent\nname: oracle\nrunner: python\nentry: agents.py:oracle\n"
-    )
-    return tasks
+    return make_playable(folder, "airline", ["oracle"])
 
 
 def named(value: Any, found: set[str]) -> set[str]:

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.pipeline.nodes.log_wandb import wait_written
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {
     "WANDB_DISABLE_WEAVE": "true",
@@ -56,9 +58,8 @@ def one_task(folder: Path, mode: str, index: int) -> float:
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"run-eval failed ({mode}):\n{done.stderr}")
-    deadline = time.monotonic() + 120
-    while list(wandb_dir.glob("wandb-pending-*.json")) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    if not wait_written(wandb_dir):
+        raise SystemExit(f"the W&B writer of the {mode} run did not finish")
     return wall
 
 

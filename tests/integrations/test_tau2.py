@@ -13,21 +13,19 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from harness.store import Store
 from tests.conftest import ROOT, install_package, run_harness
+from tests.helpers.tau2 import JUDGE, gold, make_playable
 
 PLUGIN = ROOT / "integrations" / "harness-tau2"
 AGENTS = ("oracle", "skip_last_write", "change_argument", "extra_write", "silent")
-JUDGE = "{id: scripted, script: judge.yaml}"
 
 
 @pytest.fixture(scope="module")
@@ -43,57 +41,16 @@ def harness(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[st
     return run_harness(*args, cwd=cwd, PYTHONPATH=str(site))
 
 
-def gold(task: Any, domain: str = "airline") -> dict[str, Any]:
-    """What the agents of tests/apps/tau2_agents.py read of a tau2 task: its gold actions (which of
-    them write, by tau2's own tool types), the information to communicate, the task's user."""
-    from harness_tau2.domains import DOMAINS
-    from tau2.environment.toolkit import ToolType
-
-    kit = DOMAINS[domain].toolkit(None)
-    criteria = task.evaluation_criteria
-    actions = [
-        {"name": a.name, "arguments": a.arguments, "write": kit.tool_type(a.name) == ToolType.WRITE}
-        for a in criteria.actions or []
-    ]
-    users = [a["arguments"]["user_id"] for a in actions if "user_id" in a["arguments"]]
-    named = re.search(r"user id is (\w+)", task.user_scenario.instructions.known_info or "")
-    return {
-        "actions": actions,
-        "communicate": criteria.communicate_info or [],
-        "user_id": users[0] if users else named.group(1) if named else None,
-    }
-
-
 def imported(site: Path, folder: Path, domain: str, count: int) -> dict[str, Any]:
     """A project with tau2's tasks of a domain as `harness tau2 import` writes them, made
     playable offline: each task's first message names it (the agents' handle on their gold),
     the simulated user thanks and stops after the agent's answer, and a scripted judge fails
     every NL assertion (diagnostic checks: they must not change a verdict)."""
-    from harness_tau2.convert import task_id, tau2_tasks
-
     done = harness(site, "tau2", "import", "--domain", domain, "--out", "tasks", cwd=folder)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"{count} tasks written to tasks (0 skipped)"
     assert done.stderr == ""  # tau2's logging stays out of harness's output
-    tasks = {task_id(domain, t): t for t in tau2_tasks(domain, "base")}
-    for name, task in tasks.items():
-        path = folder / "tasks" / f"{name}.yaml"
-        data = yaml.safe_load(path.read_text())
-        data["start"]["first_message"] = f"task {task.id}"
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
-    (folder / "tasks" / "personas" / "tau2-user.yaml").write_text(
-        "kind: persona\nname: tau2-user\nmodel: scripted\n"
-        "scripted_turns:\n  - reply: 'Thank you. ###STOP###'\n"
-    )
-    (folder / "judge.yaml").write_text(
-        'kind: script\nrules:\n  - reply: \'{"reasoning": "Scripted.", "passed": false}\'\n'
-    )
-    (folder / "gold.json").write_text(json.dumps({t.id: gold(t, domain) for t in tasks.values()}))
-    shutil.copyfile(ROOT / "tests" / "apps" / "tau2_agents.py", folder / "agents.py")
-    for agent in AGENTS:
-        (folder / f"{agent}.yaml").write_text(
-            f"kind: agent\nname: {agent}\nrunner: python\nentry: agents.py:{agent}\n"
-        )
+    tasks = make_playable(folder, domain, AGENTS)
     return {"project": folder, "site": site, "tasks": tasks}
 
 

@@ -18,9 +18,11 @@ import yaml
 from rich.console import Console
 
 from harness.engine.progress import Board
+from harness.pipeline.nodes.log_wandb import wait_written
 from harness.store import Store
 from harness.transcript import Usage
 from tests.conftest import ROOT, SCRIPTED, run_cli, run_harness
+from tests.helpers.wandb_runs import records
 
 SCRIPTED_SIM = 'simulate.set=["' + SCRIPTED.removeprefix("agent.") + '"]'
 
@@ -269,23 +271,9 @@ def test_offline_wandb_run_directory_holds_the_metrics(tmp_path: Path) -> None:
         WANDB_MODE="offline",
     )
     assert done.returncode == 0, done.stderr
-    deadline = time.monotonic() + 120  # its detached writer (the command does not wait for it)
-    while list(folder.glob("wandb-pending-*.json")) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert wait_written(folder)  # its detached writer (the command does not wait for it)
     [run_dir] = list((folder / "wandb").glob("offline-run-*"))
-    records = subprocess.run(
-        [str(Path(sys.executable).with_name("wandb")), "leet", "inspect", "--json", str(run_dir)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout.splitlines()
-    summary: dict = {}
-    config: dict = {}
-    for record in map(json.loads, records):
-        if record["type"] == "summary":
-            summary.update(record["summary"]["update"])
-        if record["type"] == "run":
-            config = record["run"]["config"]["update"]
+    summary, config = records(run_dir)
     assert summary["support-baseline/pass_rate"] == 1.0
     assert summary["support-baseline/graded"] == 2
     assert summary["tasks.nrows"] == 2

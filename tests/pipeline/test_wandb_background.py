@@ -4,7 +4,6 @@ writer, or by `flush_pending`, once. The commands run in real processes: their e
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,8 +12,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.pipeline.nodes.log_wandb import flush_pending
+from harness.pipeline.nodes.log_wandb import flush_pending, pending, wait_written
 from tests.conftest import SCRIPTED, run_harness
+from tests.helpers.wandb_runs import records
 
 ONE_TASK = (
     "run-eval",
@@ -67,25 +67,6 @@ def run_id(payload: Path) -> str:
     return payload.stem.removeprefix("wandb-pending-")
 
 
-def records(run_dir: Path) -> tuple[dict, dict]:
-    """The summary and configuration an offline run directory holds, as `wandb` reads them."""
-    lines = subprocess.run(
-        [str(Path(sys.executable).with_name("wandb")), "leet", "inspect", "--json", str(run_dir)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout.splitlines()
-    summary: dict = {}
-    config: dict = {}
-    for record in map(json.loads, lines):
-        if record["type"] == "summary":
-            summary.update(record["summary"]["update"])
-        if record["type"] == "run":
-            config = record["run"]["config"]["update"]
-    return summary, config
-
-
 def test_the_command_returns_while_its_wandb_run_is_written(tmp_path: Path) -> None:
     folder, secret = tmp_path / "wandb", "plain-desk-value-4242"
     run_eval(
@@ -94,7 +75,7 @@ def test_the_command_returns_while_its_wandb_run_is_written(tmp_path: Path) -> N
         *("--set", f"task.start.first_message=Where is my order? My code is {secret}"),
         SUPPORT_DESK_TOKEN=secret,  # a secret by its name
     )
-    [payload] = folder.glob("wandb-pending-*.json")  # the command returned before the run was
+    [payload] = pending(folder)  # the command returned before the run was
     [writer] = processes_naming(str(payload))  # written: its writer is still at it,
     assert os.getsid(writer) == writer != os.getsid(0)  # in a session of its own
     until(lambda: not payload.exists())
@@ -109,7 +90,7 @@ def test_the_command_returns_while_its_wandb_run_is_written(tmp_path: Path) -> N
 def test_a_killed_writers_run_is_written_once_by_the_next_one(tmp_path: Path) -> None:
     folder = tmp_path / "wandb"
     run_eval(folder, tmp_path / "first.db")
-    [payload] = folder.glob("wandb-pending-*.json")
+    [payload] = pending(folder)
     [writer] = processes_naming(str(payload))
     assert flush_pending(folder) == [] and payload.exists(), "its live writer holds it"
     until(lambda: list((folder / "wandb").glob("offline-run-*")))
@@ -118,7 +99,7 @@ def test_a_killed_writers_run_is_written_once_by_the_next_one(tmp_path: Path) ->
     assert payload.exists(), "a run whose writer died stays pending"
 
     run_eval(folder, tmp_path / "second.db")  # its writer also writes what the first left
-    until(lambda: not list(folder.glob("wandb-pending-*.json")))
+    assert wait_written(folder)
     runs = sorted((folder / "wandb").glob("offline-run-*"))
     assert len(runs) == 2 and any(run.name.endswith(run_id(payload)) for run in runs)
     for run_dir in runs:

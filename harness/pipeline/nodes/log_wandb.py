@@ -19,6 +19,7 @@ import shutil
 import string
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -224,12 +225,30 @@ def write_pending(payload_file: str, lock: str) -> None:
     flush_pending(Path(payload_file).parent)
 
 
+def pending(folder: str | Path) -> list[Path]:
+    """The payloads in `folder` (a `log_wandb` target's `dir`) whose W&B run is not written
+    yet: being written by a writer, or left by one that died."""
+    return sorted(Path(folder).glob(PENDING))
+
+
+def wait_written(folder: str | Path, timeout_s: float = 120) -> bool:
+    """Wait until no run in `folder` is pending: the command returns before its W&B run is
+    written, so wait before `wandb sync` of the folder or before reading the run. False when
+    one is still pending after `timeout_s` (its writer died: `flush_pending` writes it)."""
+    deadline = time.monotonic() + timeout_s
+    while pending(folder):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def flush_pending(folder: str | Path) -> list[str]:
     """Write the W&B runs of the payloads in `folder` (a `log_wandb` target's `dir`, by default
     `.harness`) whose writer died (killed before it finished), each once: payloads another
     writer is writing are left to it. The run ids written."""
     written = []
-    for path in sorted(Path(folder).glob(PENDING)):
+    for path in pending(folder):
         lock = _claim(path)
         if lock is None:
             continue
