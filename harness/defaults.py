@@ -34,6 +34,9 @@ MODEL_RETRIES = 4
 """Retries of a model call that failed in a way worth retrying (429, 5xx, timeouts)."""
 CONCURRENCY = 8
 """Episodes simulated (or graded) at once."""
+FOLLOW_S = 0.25
+"""Seconds between two looks at the store of a `grade` node grading a run's episodes while
+they are played: the episodes stored since the last look wait at most this long."""
 
 PIPED_WIDTH = 200
 """Columns of command output that goes to a file or a pipe when $COLUMNS is not set: wide

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,15 +70,17 @@ async def play_run(
     key: str = "",
     fresh: bool = True,
     label: str = "simulate",
+    started: Callable[[str], None] | None = None,
 ) -> PlayedRun:
     """Play every case's trials (seeds `first_trial` on) and store them under one run, whose
     configuration records `config`. With a `key` and not `fresh`, the unfinished run of that
-    key is resumed; otherwise a new run is started. `label` names the progress line."""
+    key is resumed; otherwise a new run is started. `label` names the progress line;
+    `started` is told the run's id before its first episode is played."""
     numbers = range(first_trial, first_trial + trials)
     wanted = [(case, trial) for case in cases for trial in numbers]
     return await play_trials(
         engine, cases, variant, config, wanted, concurrency=concurrency, key=key, fresh=fresh,
-        label=label,
+        label=label, started=started,
     )  # fmt: skip
 
 
@@ -93,6 +95,7 @@ async def play_trials(
     key: str = "",
     fresh: bool = False,
     label: str = "simulate",
+    started: Callable[[str], None] | None = None,
 ) -> PlayedRun:
     """Play the given (case, trial number) episodes under one run of `cases`, each with its
     trial's seed: a whole suite's trials (`play_run`), or the few more trials of some tasks the
@@ -110,6 +113,8 @@ async def play_trials(
             await asyncio.to_thread(lock.__enter__)
             held.push(lock.__exit__)
             run_id = store.claim_run(variant.name, variant_hash, config, key, pipeline).id
+        if started is not None:
+            started(run_id)
         return await _play(engine, run_id, cases, variant, config, wanted, concurrency, label)
 
 

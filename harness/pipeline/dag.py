@@ -234,21 +234,49 @@ class Execution:
 async def execute(
     pipeline: Plan, base: NodeContext, execution: Execution | None = None
 ) -> Execution:
-    """Run every node as soon as its needs are done; independent nodes run concurrently.
-    A `SpecError` raised by a node (bad input found late) stops the whole pipeline. The
-    statuses are filled in `execution` as nodes go, so they survive a failure."""
+    """Run every node as soon as its needs are done; independent nodes run concurrently. A
+    node whose kind `follows` its inputs starts as soon as they have announced their outputs
+    (`NodeContext.announce`: `simulate` announces its run as it starts), so that `grade` grades
+    episodes while they are played. A `SpecError` raised by a node (bad input found late)
+    stops the whole pipeline. The statuses are filled in `execution` as nodes go, so they
+    survive a failure."""
     execution = execution if execution is not None else Execution()
     keys: dict[str, str] = {}
     tasks: dict[str, asyncio.Task[NodeOutput]] = {}
+    announced: dict[str, asyncio.Future[NodeOutput]] = {}
+
+    async def early_output(need: str) -> NodeOutput:
+        """A need's announced output, or its final one (its failure, if it failed first)."""
+        done, _ = await asyncio.wait(
+            (announced[need], tasks[need]), return_when=asyncio.FIRST_COMPLETED
+        )
+        return announced[need].result() if announced[need] in done else tasks[need].result()
+
+    async def final_outputs(node: PlannedNode) -> list[NodeOutput]:
+        """The needs' outputs; a follower that stops waiting does not stop what it follows."""
+        try:
+            return [await asyncio.shield(tasks[need]) for need in node.needs]
+        except Exception as exc:
+            raise _Skipped(node.id) from exc
 
     async def run_node(node: PlannedNode) -> NodeOutput:
         status = execution.statuses[node.id] = NodeStatus("skipped", node.kind.name)
         try:
-            inputs = [await tasks[need] for need in node.needs]
+            if node.kind.follows:
+                inputs = [await early_output(need) for need in node.needs]
+            else:
+                inputs = [await tasks[need] for need in node.needs]
         except BaseException as exc:
             raise _Skipped(node.id) from exc
         status.started = time.monotonic()
-        ctx = dataclasses.replace(base, node_id=node.id, key="", resolved=node.resolved)
+        ctx = dataclasses.replace(
+            base,
+            node_id=node.id,
+            key="",
+            resolved=node.resolved,
+            announce=lambda output: _announce(announced[node.id], output),
+            inputs_done=lambda: final_outputs(node),
+        )
         params = node.params.model_dump(mode="json", by_alias=True)
         try:
             if node.kind.always_run:
@@ -259,21 +287,27 @@ async def execute(
             else:
                 identity = node.kind.identity(node.params, ctx) if node.kind.identity else {}
                 key = _key(node.kind.name, params, identity, [keys[n] for n in node.needs])
+                keys[node.id] = key  # known before it runs: a follower's key includes it
                 stored = None if base.fresh else _stored_output(base, key, node.kind)
                 if stored is not None:
                     output = stored
                     if node.kind.restore is not None:
-                        output = node.kind.restore(output, inputs)
+                        output = node.kind.restore(output, await final_outputs(node))
                     status.state = "reused"
                 else:
                     ctx.key = key
                     output = await node.kind.run(node.params, inputs, ctx)
                     status.state = "ran"
+            if node.kind.follows:
+                await final_outputs(node)  # a follower finishes after what it follows
             base.store.put_node_output(
                 key, node.kind.name, output.model_dump_json(), base.pipeline_id
             )
         except SpecError:
             status.state = "failed"
+            raise
+        except _Skipped:  # what it followed failed: what it stored stays, for --resume
+            status.state = "skipped"
             raise
         except Exception as exc:
             status.state, status.error = "failed", f"{type(exc).__name__}: {exc}"
@@ -285,12 +319,23 @@ async def execute(
             status.finished = time.monotonic()
         status.key = keys[node.id] = key
         execution.outputs[node.id] = output
+        _announce(announced[node.id], output)
         return output
 
+    loop = asyncio.get_running_loop()
     for node in pipeline.nodes.values():
+        announced[node.id] = loop.create_future()
         tasks[node.id] = asyncio.create_task(run_node(node), name=node.id)
     results = await asyncio.gather(*tasks.values(), return_exceptions=True)
+    for future in announced.values():
+        future.cancel()  # never announced: its node failed, and its followers know it
     for result in results:
         if isinstance(result, SpecError):
             raise result
     return execution
+
+
+def _announce(future: asyncio.Future[NodeOutput], output: NodeOutput) -> None:
+    """What a node's followers may start from: the first announcement stands."""
+    if not future.done():
+        future.set_result(output)

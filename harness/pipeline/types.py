@@ -71,7 +71,8 @@ class Run(NodeOutput):
 
 
 class Episodes(Run):
-    """The output of `simulate`: transcripts stored, not yet graded by this pipeline."""
+    """The output of `simulate`: transcripts stored, not yet graded by this pipeline. Announced
+    to its followers as the run starts, with `episodes` the number it will have."""
 
 
 class Graded(Run):

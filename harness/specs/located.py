@@ -218,18 +218,17 @@ def read_yaml(path: Path) -> tuple[Any, Positions]:
     if cache is not None and key in cache and cache[key][0] == seen:
         _, text, data = cache[key]  # its name is worked out only if a position is asked for
         return copy_data(data), Positions(lambda: text_positions(text, display(path)))
-    source = display(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SpecError.at(Location(source), "", "file not found") from None
+        raise SpecError.at(Location(display(path)), "", "file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError.at(Location(source), "", f"cannot read file: {exc}") from None
-    data = parse_yaml(text, source)
+        raise SpecError.at(Location(display(path)), "", f"cannot read file: {exc}") from None
+    data = parse_yaml(text, path)
     if cache is not None:
         cache[key] = (seen, text, data)
         data = copy_data(data)
-    return data, Positions(lambda: text_positions(text, source))
+    return data, Positions(lambda: text_positions(text, display(path)))
 
 
 _NOT_FILES: tuple[tuple[Callable[[int], bool], str], ...] = (
@@ -284,22 +283,24 @@ def too_deep(text: str) -> tuple[int, int] | None:
     return None
 
 
-def parse_yaml(text: str, source: str) -> Any:
-    """The data of one YAML document; every problem one located line."""
+def parse_yaml(text: str, path: Path) -> Any:
+    """The data of one YAML document (the text of `path`); every problem one located line."""
     try:
         return Builder().build(text)
     except DataProblem as exc:
+        source = display(path)  # worked out for a problem only: it resolves the path
         where = Location(source, exc.mark.line + 1, exc.mark.column + 1)
         raise SpecError.at(where, format_path(exc.path), exc.message) from None
     except (ScannerError, ParserError, ReaderError) as exc:  # libyaml's words: ask PyYAML's
-        deep = too_deep(text)  # PyYAML's parser is slow on deep nesting: say so at once
+        # PyYAML's parser is slow on deep nesting: say so at once
+        source, deep = display(path), too_deep(text)
         if deep is not None:
             where = Location(source, *deep)
             raise SpecError.at(where, "", f"nested deeper than {YAML_MAX_DEPTH} levels") from None
         python = _pyyaml_error(text) if len(text) <= PYYAML_WORDING_LIMIT else None
         raise _yaml_problem(python or exc, text, source) from None
     except yaml.YAMLError as exc:
-        raise _yaml_problem(exc, text, source) from None
+        raise _yaml_problem(exc, text, display(path)) from None
 
 
 # PyYAML's parser takes about 2 s per MB: a larger file's syntax error keeps libyaml's words.

@@ -56,17 +56,31 @@ def resolve_file(
         where = nearest(positions, keys, Location(display(base), 1, 1))
         return SpecError.at(where, format_path(keys), message)
 
-    named = base.parent / reference
+    target, unreadable = readable_file(base.parent / reference)
+    if unreadable is not None:
+        raise problem(unreadable)
+    parent[keys[-1]] = f"{target}{suffix}"
+
+
+def readable_file(named: Path) -> tuple[Path, str | None]:
+    """The file a path names (links resolved), and why it cannot be read (None when it can).
+    Found once per command (`command_memo`): every task of a suite may name the same file."""
+    memo, key = command_memo(), ("readable_file", str(named))
+    if memo is not None and key in memo:
+        return memo[key]
+    unreadable = None
     try:  # a symlink loop is a RuntimeError before Python 3.13, an OSError (ELOOP) after
         target = named.resolve()
         found = target.is_file()
     except (OSError, RuntimeError, ValueError) as exc:
-        raise problem(unreadable_file(named, exc)) from None
+        target, found, unreadable = named, True, unreadable_file(named, exc)
     if not found:
-        raise problem(f"file not found: {display(target)}")
-    if not os.access(target, os.R_OK):
-        raise problem(f"cannot read {display(target)}: permission denied")
-    parent[keys[-1]] = f"{target}{suffix}"
+        unreadable = f"file not found: {display(target)}"
+    elif unreadable is None and not os.access(target, os.R_OK):
+        unreadable = f"cannot read {display(target)}: permission denied"
+    if memo is not None:
+        memo[key] = (target, unreadable)
+    return target, unreadable
 
 
 def unreadable_file(path: Path, exc: BaseException) -> str:

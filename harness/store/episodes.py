@@ -164,13 +164,22 @@ class EpisodeRecords:
                 verdict=Verdict.model_validate_json(row["verdict"]) if row["verdict"] else None,
             )
 
-    def transcripts(self, run_id: str) -> Iterator[tuple[Transcript, str | None, str | None]]:
-        """The run's transcripts with their trace and call ids, streamed by task and trial."""
-        rows = self._pages(
-            "SELECT task_id, trial, transcript, trace_id, call_id FROM episodes WHERE run_id = ?"
-            " AND (task_id, trial) > (?, ?) ORDER BY task_id, trial",
-            run_id,
+    def transcripts(
+        self, run_id: str, ungraded_by: str | None = None
+    ) -> Iterator[tuple[Transcript, str | None, str | None]]:
+        """The run's transcripts with their trace and call ids, streamed by task and trial;
+        with `ungraded_by`, only those that grading pass has not graded yet."""
+        query = (
+            "SELECT task_id, trial, transcript, trace_id, call_id FROM episodes e"
+            " WHERE run_id = ? AND (task_id, trial) > (?, ?)"
         )
+        if ungraded_by is not None:
+            query += (
+                " AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.run_id = e.run_id"
+                " AND v.task_id = e.task_id AND v.trial = e.trial AND v.grading = ?)"
+            )
+        extra = () if ungraded_by is None else (ungraded_by,)
+        rows = self._pages(query + " ORDER BY task_id, trial", run_id, extra)
         for row in rows:
             yield self._transcript(row["transcript"]), row["trace_id"], row["call_id"]
 
@@ -236,13 +245,14 @@ class EpisodeRecords:
         for row in rows:
             yield Verdict.model_validate_json(row["verdict"])
 
-    def _pages(self, query: str, run_id: str) -> Iterator[Row]:
+    def _pages(self, query: str, run_id: str, extra: tuple[Any, ...] = ()) -> Iterator[Row]:
         """The rows of a run's query ordered by (task_id, trial), read `PAGE` at a time: each
         page is read whole, so no read stays open while the caller writes between rows. The
-        query takes the run id and the last (task id, trial) seen."""
+        query takes the run id, the last (task id, trial) seen and then `extra`."""
         after: tuple[str, int] = ("", -1)
         while True:
-            rows = self.db.execute(query + f" LIMIT {PAGE}", (run_id, *after)).fetchall()
+            parameters = (run_id, *after, *extra)
+            rows = self.db.execute(query + f" LIMIT {PAGE}", parameters).fetchall()
             yield from rows
             if len(rows) < PAGE:
                 return

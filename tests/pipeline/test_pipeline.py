@@ -188,7 +188,9 @@ def test_regression_gate_dag_passes_the_careful_candidate_and_fails_a_broken_one
 
 def test_killed_in_the_middle_and_resumed_gives_the_same_episodes(tmp_path: Path) -> None:
     """A run killed (kill -9) while simulating, then resumed, stores what a clean run stores,
-    and the resumed run plays exactly the episodes the killed one had not stored."""
+    and the resumed run plays exactly the episodes the killed one had not stored. Grading
+    follows the simulation: episodes are graded while others play, and the resumed pass
+    grades each of the rest once."""
     killed_store, clean_store = tmp_path / "killed.db", tmp_path / "clean.db"
     command = ["run-eval", "tests/data/resume.yaml", "--no-traces", "--no-cache"]
     calls = tmp_path / "calls.log"  # tests/data/slow_agent.py notes each reply there
@@ -205,17 +207,20 @@ def test_killed_in_the_middle_and_resumed_gives_the_same_episodes(tmp_path: Path
     pipeline_id = started.split()[1]
     assert started.startswith("pipeline dag-") and started.strip().endswith("started")
     deadline = time.monotonic() + 60
-    stored = 0
-    while stored < 10 and time.monotonic() < deadline:
+    stored = graded = 0
+    while (stored < 10 or graded < 5) and time.monotonic() < deadline:
         time.sleep(0.2)
         with sqlite3.connect(killed_store) as db:
             stored = db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+            graded = db.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0]
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     with sqlite3.connect(killed_store) as db:
         at_kill = db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+        graded_at_kill = db.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0]
         assert db.execute("SELECT status FROM pipelines").fetchone() == ("running",)
     assert 10 <= at_kill < 44, "killed in the middle of simulation"
+    assert 5 <= graded_at_kill <= at_kill, "episodes were graded while others played"
     calls.unlink()
 
     # The rest needs no slow agent: resumed and clean runs play at full speed, here.
@@ -248,6 +253,10 @@ def test_killed_in_the_middle_and_resumed_gives_the_same_episodes(tmp_path: Path
     assert len(after) == 44 and after == reference
     with sqlite3.connect(killed_store) as db:
         assert db.execute("SELECT COUNT(*) FROM runs").fetchone() == (1,), "the run continued"
+        assert db.execute("SELECT COUNT(*), COUNT(DISTINCT grading) FROM verdicts").fetchone() == (
+            44,
+            1,
+        ), "one grading pass graded each episode once, before and after the kill"
         assert db.execute("SELECT status FROM pipelines").fetchone() == ("done",)
 
 

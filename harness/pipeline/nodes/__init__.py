@@ -41,6 +41,10 @@ BUILTIN = (
 )
 
 
+async def _no_inputs() -> list[NodeOutput]:
+    return []
+
+
 @dataclass
 class NodeContext:
     """What a running node may use."""
@@ -59,6 +63,14 @@ class NodeContext:
     # Checker code may run without OS isolation where there is none (`--unsafe-checkers`).
     unsafe_checkers: bool = False
     resolved: Any = None  # what the node kind's `check` resolved when the pipeline was planned
+    # Tell the nodes that follow this one what they may start from before it finishes (its
+    # output so far: `simulate` announces its run once it is claimed). Once; later calls are
+    # ignored, and a node that never calls it is followed from its final output.
+    announce: Callable[[NodeOutput], None] = lambda output: None
+    # The final outputs of the node's needs. A follower (`NodeKind.follows`) is given what its
+    # needs announced and awaits this for what they finally gave; for any other node, they are
+    # its inputs already.
+    inputs_done: Callable[[], Awaitable[list[NodeOutput]]] = field(default=_no_inputs)
 
     @property
     def engine(self) -> Engine:
@@ -105,6 +117,10 @@ class NodeKind:
     # (e.g. the loaded agent variant), which the node's identity and run then take as
     # `ctx.resolved` instead of loading it again.
     check: Callable[[Any], Any] | None = None
+    # Start as soon as the needs have announced their outputs (`NodeContext.announce`) rather
+    # than when they finish, and work on what they have stored so far (`grade` grades episodes
+    # while they are played). The node finishes after its needs; if one fails, it is skipped.
+    follows: bool = False
 
     def accepts(self, count: int) -> bool:
         if self.variadic:

@@ -92,6 +92,16 @@ async def run(params: SimulateParams, inputs: list[Any], ctx: NodeContext) -> Ep
     # The run this node's key started before (resumed), else a new one; `--fresh`: a new one.
     engine = ctx.engine
     engine.executor = ctx.executor or params.executor
+
+    def started(run_id: str) -> None:  # `grade` follows the run from here (`NodeKind.follows`)
+        planned = Episodes(
+            run_id=run_id,
+            variant=variant.name,
+            variant_hash=variant.content_hash(),
+            episodes=len(tasks.cases) * params.trials,
+        )
+        ctx.announce(planned.with_cases(tasks.cases))
+
     played = await play_run(
         engine,
         tasks.cases,
@@ -103,6 +113,7 @@ async def run(params: SimulateParams, inputs: list[Any], ctx: NodeContext) -> Ep
         key=ctx.key,
         fresh=ctx.fresh,
         label=ctx.node_id,
+        started=started,
     )
     return Episodes(
         run_id=played.run_id,
