@@ -97,7 +97,8 @@ async def drain(jobs: Jobs, play: Callable[[EpisodeJob], Awaitable[Transcript]])
             "harness.episode", inputs, {"task_id": case.task.id, "trial": job.trial}
         ) as span:
             transcript = await play(job)
-            span.output = trace_view(transcript, case.state)
+            if span.recording:
+                span.output = trace_view(transcript, case.state)
             if transcript.error is not None:
                 span.error = EpisodeFailed(f"{transcript.error.side}: {transcript.error.message}")
         jobs.finished(job, transcript, span)

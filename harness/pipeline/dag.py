@@ -252,6 +252,10 @@ async def execute(
         )
         return announced[need].result() if announced[need] in done else tasks[need].result()
 
+    def announce(node_id: str, output: NodeOutput) -> None:
+        if node_id in keys:  # an `always_run` node's key is known once it is done, not before
+            _announce(announced[node_id], output)
+
     async def final_outputs(node: PlannedNode) -> list[NodeOutput]:
         """The needs' outputs; a follower that stops waiting does not stop what it follows."""
         try:
@@ -274,7 +278,7 @@ async def execute(
             node_id=node.id,
             key="",
             resolved=node.resolved,
-            announce=lambda output: _announce(announced[node.id], output),
+            announce=lambda output: announce(node.id, output),
             inputs_done=lambda: final_outputs(node),
         )
         params = node.params.model_dump(mode="json", by_alias=True)

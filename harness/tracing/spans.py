@@ -208,6 +208,12 @@ class SpanResult:
     trace_id: str | None = None  # the span's ids, when tracing is on
     call_id: str | None = None
 
+    @property
+    def recording(self) -> bool:
+        """Whether a span records this block (tracing is on): an output costly to build is
+        built only then."""
+        return self.call_id is not None
+
 
 @contextmanager
 def child_span(

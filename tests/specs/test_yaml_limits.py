@@ -243,9 +243,9 @@ def test_a_run_parses_each_file_once(cli, monkeypatch: pytest.MonkeyPatch, tmp_p
     parsed: Counter[str] = Counter()
     parse = located.parse_yaml
 
-    def counted(text: str, source: str) -> object:
-        parsed[source] += 1
-        return parse(text, source)
+    def counted(text: str, path: Path) -> object:
+        parsed[located.display(path)] += 1
+        return parse(text, path)
 
     monkeypatch.setattr(located, "parse_yaml", counted)
     result = cli(

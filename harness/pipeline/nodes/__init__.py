@@ -65,7 +65,8 @@ class NodeContext:
     resolved: Any = None  # what the node kind's `check` resolved when the pipeline was planned
     # Tell the nodes that follow this one what they may start from before it finishes (its
     # output so far: `simulate` announces its run once it is claimed). Once; later calls are
-    # ignored, and a node that never calls it is followed from its final output.
+    # ignored, as are an `always_run` node's; a node that does not announce is followed from
+    # its final output.
     announce: Callable[[NodeOutput], None] = lambda output: None
     # The final outputs of the node's needs. A follower (`NodeKind.follows`) is given what its
     # needs announced and awaits this for what they finally gave; for any other node, they are
