@@ -66,21 +66,23 @@ def readable_file(named: Path) -> tuple[Path, str | None]:
     """The file a path names (links resolved), and why it cannot be read (None when it can).
     Found once per command (`command_memo`): every task of a suite may name the same file."""
     memo, key = command_memo(), ("readable_file", str(named))
-    if memo is not None and key in memo:
-        return memo[key]
-    unreadable = None
+    if memo is None:
+        return _readable_file(named)
+    if key not in memo:
+        memo[key] = _readable_file(named)
+    return memo[key]
+
+
+def _readable_file(named: Path) -> tuple[Path, str | None]:
     try:  # a symlink loop is a RuntimeError before Python 3.13, an OSError (ELOOP) after
         target = named.resolve()
-        found = target.is_file()
+        if not target.is_file():
+            return target, f"file not found: {display(target)}"
     except (OSError, RuntimeError, ValueError) as exc:
-        target, found, unreadable = named, True, unreadable_file(named, exc)
-    if not found:
-        unreadable = f"file not found: {display(target)}"
-    elif unreadable is None and not os.access(target, os.R_OK):
-        unreadable = f"cannot read {display(target)}: permission denied"
-    if memo is not None:
-        memo[key] = (target, unreadable)
-    return target, unreadable
+        return named, unreadable_file(named, exc)
+    if not os.access(target, os.R_OK):
+        return target, f"cannot read {display(target)}: permission denied"
+    return target, None
 
 
 def unreadable_file(path: Path, exc: BaseException) -> str:
