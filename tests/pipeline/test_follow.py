@@ -71,7 +71,8 @@ def run(tmp_path: Path, fail: bool, stop_waiting: bool = False) -> tuple[Executi
     store = Store(tmp_path / "results.db")
     try:
         with Board(enabled=False) as board:
-            base = NodeContext(store, None, Tracer(None), board, "dag-test", "")  # type: ignore[arg-type]
+            runtime: Any = None  # these nodes call no model
+            base = NodeContext(store, runtime, Tracer(None), board, "dag-test", "")
             execution = asyncio.run(execute(plan, base))
     finally:
         store.close()

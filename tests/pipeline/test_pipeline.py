@@ -21,7 +21,7 @@ from harness.engine.progress import Board
 from harness.pipeline.nodes.log_wandb import wait_written
 from harness.store import Store
 from harness.transcript import Usage
-from tests.conftest import ROOT, SCRIPTED, run_cli, run_harness
+from tests.conftest import JUDGE, ROOT, SCRIPTED, run_cli, run_harness
 from tests.helpers.wandb_runs import records
 
 SCRIPTED_SIM = 'simulate.set=["' + SCRIPTED.removeprefix("agent.") + '"]'
@@ -97,6 +97,23 @@ def test_independent_nodes_run_concurrently_and_a_rerun_reuses_every_node(tmp_pa
     assert first.stdout.split("pipeline dag-")[0] == second.stdout.split("pipeline dag-")[0]
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT COUNT(*) FROM episodes").fetchone() == (88,)
+
+
+def test_a_reused_pipeline_prints_the_same_summary(tmp_path: Path) -> None:
+    """Every node reused, the run's table is the one the first command printed (each task's
+    level included, which the stored outputs do not hold)."""
+    command = ["run-eval", "--tasks", "tasks/support", "--agent", "agents/support-baseline.yaml"]
+    command += ["--set", SCRIPTED, "--judge-model", JUDGE, "--store", str(tmp_path / "r.db")]
+    first, again = run_cli(*command, "--no-traces"), run_cli(*command, "--no-traces")
+    assert first.returncode == again.returncode == 0, again.stderr
+    _, nodes = pipeline_nodes(tmp_path / "r.db")
+    assert {v["state"] for n, v in nodes.items() if n != "wandb"} == {"reused"}
+
+    def table(output: str) -> list[str]:
+        return [line for line in output.splitlines() if line.startswith("│")]
+
+    assert table(again.stdout) == table(first.stdout)
+    assert "│ address-change          │ 2     │ pass" in first.stdout
 
 
 def test_a_changed_node_invalidates_exactly_what_is_downstream(tmp_path: Path) -> None:

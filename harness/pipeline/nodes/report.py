@@ -43,6 +43,12 @@ async def run(params: ReportParams, inputs: list[Any], ctx: NodeContext) -> Repo
     return report
 
 
+def restore(output: Report, inputs: list[Any]) -> Report:
+    """A reused report's runs are its inputs' again: the stored ones have lost their tasks (and
+    with them each task's level, which the summary shows)."""
+    return output.model_copy(update={"runs": [i for i in inputs if isinstance(i, Graded)]})
+
+
 register(
     NodeKind(
         "report",
@@ -51,5 +57,6 @@ register(
         Report,
         run,
         variadic=True,
+        restore=restore,
     )
 )
