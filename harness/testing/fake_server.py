@@ -2,10 +2,10 @@
 the Anthropic messages wire protocols on 127.0.0.1.
 
 Replies come from a script of the `scripted` model (text and tool calls), or from an async
-`responder` function (an agent service of a test), after a configurable
-latency. Faults can be injected at given rates: 429 with `Retry-After`, 500, a connection that
-hangs, a malformed JSON body, or a 401 that echoes the caller's API key (to prove the harness
-never stores it). `/stats` reports requests, faults and the most requests ever in flight.
+`responder` function (an agent service of a test), at a configurable latency counted from
+the request's arrival (the server's own work is inside it). Faults can be injected at given
+rates: 429 with `Retry-After`, 500, a connection that hangs, a malformed JSON body, or a 401
+that echoes the caller's API key (to prove the harness never stores it). `/stats` reports requests, faults and the most requests ever in flight.
 
 A request with `"stream": true` is answered as the real service streams it, as server-sent
 events over chunked transfer encoding: OpenAI `chat.completion.chunk`s (text and tool-call
@@ -212,51 +212,62 @@ class FakeServer:
         self.stats["requests"] += 1
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        loop = asyncio.get_running_loop()
+        due = loop.time() + self.latency_s
         try:
-            if self.latency_s:
-                await asyncio.sleep(self.latency_s)
-            fault = self.faults.draw(self._rng)
-            if fault:
-                self.stats[f"fault:{fault}"] += 1
-            if fault == "hang":
-                await reader.read()  # until the client hangs up
-                return None
-            if fault == "429":
-                return _http(
-                    429,
-                    {"error": {"message": "rate limited", "type": "rate_limit"}},
-                    {"retry-after": f"{self.faults.retry_after_s:g}"},
-                )
-            if fault == "500":
-                return _http(500, {"error": {"message": "internal error", "type": "server"}})
-            if fault == "malformed" and _wants_stream(body):
-                return Stream([BROKEN_EVENT[protocol]])
-            if fault == "malformed":
-                return _raw(200, b'{"id": "x", "choices": [{"message": ')
-            if fault == "401_echo":
-                return _http(
-                    401,
-                    {
-                        "error": {
-                            "message": f"bad credentials {_auth(headers)}",
-                            "type": "authentication_error",
-                        }
-                    },
-                )
-            request = json.loads(body)
-            self.requests = [*self.requests[-99:], {"protocol": protocol, **request}]
-            try:
-                reply = await self._reply(protocol, request, headers)
-            except ModelError as exc:
-                return _http(400, {"error": {"message": str(exc), "type": "invalid_request"}})
-            if request.get("stream") is not True:
-                return _http(200, reply)
-            if protocol == "openai":
-                options = request.get("stream_options") or {}
-                return Stream(openai_events(reply, bool(options.get("include_usage"))))
-            return Stream(anthropic_events(reply))
+            response = await self._answer(protocol, headers, body)
+            # The latency counts from the request's arrival, as a provider's does: the server's
+            # own work (parsing, the script, the reply) is inside it, not added to it.
+            await asyncio.sleep(max(0.0, due - loop.time()))
+            if response is None:
+                await reader.read()  # a hung connection: until the client hangs up
+            return response
         finally:
             self.in_flight -= 1
+
+    async def _answer(
+        self, protocol: str, headers: dict[str, str], body: bytes
+    ) -> bytes | Stream | None:
+        """The response to a model call, a drawn fault's included; None for a hung connection."""
+        fault = self.faults.draw(self._rng)
+        if fault:
+            self.stats[f"fault:{fault}"] += 1
+        if fault == "hang":
+            return None
+        if fault == "429":
+            return _http(
+                429,
+                {"error": {"message": "rate limited", "type": "rate_limit"}},
+                {"retry-after": f"{self.faults.retry_after_s:g}"},
+            )
+        if fault == "500":
+            return _http(500, {"error": {"message": "internal error", "type": "server"}})
+        if fault == "malformed" and _wants_stream(body):
+            return Stream([BROKEN_EVENT[protocol]])
+        if fault == "malformed":
+            return _raw(200, b'{"id": "x", "choices": [{"message": ')
+        if fault == "401_echo":
+            return _http(
+                401,
+                {
+                    "error": {
+                        "message": f"bad credentials {_auth(headers)}",
+                        "type": "authentication_error",
+                    }
+                },
+            )
+        request = json.loads(body)
+        self.requests = [*self.requests[-99:], {"protocol": protocol, **request}]
+        try:
+            reply = await self._reply(protocol, request, headers)
+        except ModelError as exc:
+            return _http(400, {"error": {"message": str(exc), "type": "invalid_request"}})
+        if request.get("stream") is not True:
+            return _http(200, reply)
+        if protocol == "openai":
+            options = request.get("stream_options") or {}
+            return Stream(openai_events(reply, bool(options.get("include_usage"))))
+        return Stream(anthropic_events(reply))
 
     async def _reply(
         self, protocol: str, request: dict[str, Any], headers: dict[str, str]

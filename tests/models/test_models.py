@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -227,6 +228,29 @@ def test_in_flight_requests_never_exceed_the_limit(protocol: str) -> None:
         stats = server.snapshot()
     assert stats["requests"] == 40
     assert stats["max_in_flight"] == 5
+
+
+def test_the_fake_servers_latency_counts_from_the_requests_arrival() -> None:
+    """A provider's latency is the time to its reply: the fake server's own work (here a
+    responder that takes a while) is inside `latency_s`, not added to it, so a bench's ideal
+    time (calls x latency / concurrency) is what the server can give. Work longer than the
+    latency is waited for."""
+    import httpx
+
+    async def working(messages: list[Message]) -> Message:
+        await asyncio.sleep(float(messages[-1].content))
+        return Message(role="assistant", content="done")
+
+    with FakeServer(latency_s=0.5, responder=working).running() as server:
+
+        def answered_in(work_s: float) -> float:
+            body = {"model": "m", "messages": [{"role": "user", "content": str(work_s)}]}
+            started = time.perf_counter()
+            httpx.post(f"{server.url}/v1/chat/completions", json=body).raise_for_status()
+            return time.perf_counter() - started
+
+        assert 0.5 <= answered_in(0.3) < 0.75  # not 0.8: the work was inside the latency
+        assert 0.7 <= answered_in(0.7) < 1.0  # not 1.2
 
 
 def test_retry_after_is_honoured_and_backoff_is_bounded() -> None:
