@@ -20,7 +20,12 @@ def fake_server(
     script: Annotated[
         Path | None, typer.Option(help="Rules file of replies (default: echo).")
     ] = None,
-    latency: Annotated[float, typer.Option(min=0, help="Seconds before each reply.")] = 0.0,
+    latency: Annotated[
+        float,
+        typer.Option(
+            min=0, help="Seconds from a request's arrival to its reply (the server's work within)."
+        ),
+    ] = 0.0,
     fail_429: Annotated[float, typer.Option(min=0, max=1, help="Rate of 429 replies.")] = 0.0,
     fail_500: Annotated[float, typer.Option(min=0, max=1, help="Rate of 500 replies.")] = 0.0,
     hang: Annotated[float, typer.Option(min=0, max=1, help="Rate of hung connections.")] = 0.0,

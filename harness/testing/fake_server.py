@@ -5,7 +5,8 @@ Replies come from a script of the `scripted` model (text and tool calls), or fro
 `responder` function (an agent service of a test), at a configurable latency counted from
 the request's arrival (the server's own work is inside it). Faults can be injected at given
 rates: 429 with `Retry-After`, 500, a connection that hangs, a malformed JSON body, or a 401
-that echoes the caller's API key (to prove the harness never stores it). `/stats` reports requests, faults and the most requests ever in flight.
+that echoes the caller's API key (to prove the harness never stores it). `/stats` reports
+requests, faults and the most requests ever in flight.
 
 A request with `"stream": true` is answered as the real service streams it, as server-sent
 events over chunked transfer encoding: OpenAI `chat.completion.chunk`s (text and tool-call
