@@ -316,9 +316,9 @@ def one_round(folder: Path, url: str, tasks: int, concurrency: int) -> dict[str,
     sides["one task, W&B"] = {"wall": run_harness(folder, 1, concurrency, True, wandb=True)["wall"]}
     # Its detached W&B writer finishes, untimed, so that its two seconds of CPU do not fall on
     # the next measurement.
-    from harness.pipeline.nodes.log_wandb import wait_written
+    from harness.api.pipeline import finish_wandb_runs
 
-    if not wait_written(folder / ".harness"):
+    if finish_wandb_runs(folder / ".harness").pending:
         sys.exit("the W&B writer did not finish within two minutes")
     sides[LLM_ROLES] = llm_roles(folder, url, tasks, concurrency)
     return sides

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.pipeline.nodes.log_wandb import wait_written
+from harness.api.pipeline import finish_wandb_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {
@@ -58,7 +58,7 @@ def one_task(folder: Path, mode: str, index: int) -> float:
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"run-eval failed ({mode}):\n{done.stderr}")
-    if not wait_written(wandb_dir):
+    if finish_wandb_runs(wandb_dir).pending:
         raise SystemExit(f"the W&B writer of the {mode} run did not finish")
     return wall
 

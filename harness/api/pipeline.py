@@ -7,9 +7,12 @@ passed its checks, and a command is a parse, one of these calls and a print."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.defaults import STATE_DIR
+from harness.options import BadOptions
 from harness.pipeline.check import check_file
 from harness.pipeline.runner import (
     Outcome,
@@ -25,7 +28,9 @@ from harness.pipeline.templates import COMPARE_SHORTCUTS, RUN_EVAL_SHORTCUTS, co
 __all__ = [
     "Outcome",
     "RunOptions",
+    "WandbRuns",
     "check_file",
+    "finish_wandb_runs",
     "outcome_summary",
     "resume_pipeline",
     "run_compare",
@@ -94,3 +99,30 @@ def run_compare(
     positions: dict[Any, Any] = {}
     data = with_overrides(data, positions, list(overrides), COMPARE_SHORTCUTS)
     return run_pipeline(data, positions, Path("compare"), options)
+
+
+@dataclass(frozen=True)
+class WandbRuns:
+    """What `finish_wandb_runs` left in a `log_wandb` folder."""
+
+    folder: Path
+    written: list[str]  # run ids written by this call: their writer had died
+    pending: list[str]  # run ids still being written when the wait ended
+
+
+def finish_wandb_runs(folder: str | Path = STATE_DIR, timeout_s: float = 120) -> WandbRuns:
+    """Finish the W&B runs still pending in `folder` (a `log_wandb` node's `dir`): a pipeline's
+    run is written by a detached process after the command returns, so call this before
+    `wandb sync` of the folder or before reading the run. A run whose writer died is written
+    here, once; a run being written is waited for, up to `timeout_s`. `BadOptions` when
+    `folder` is not a folder."""
+    from harness.pipeline.nodes.log_wandb import finish_pending
+    from harness.specs.located import Location
+
+    path = Path(folder)
+    if not path.is_dir():
+        found = "a file" if path.exists() else "nothing"
+        expected = f"expected the folder a log_wandb node writes to (its `dir`), found {found}"
+        raise BadOptions.at(Location(str(path)), "", expected)
+    written, left = finish_pending(path, timeout_s)
+    return WandbRuns(path, written, left)

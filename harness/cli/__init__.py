@@ -36,6 +36,7 @@ from harness.cli import (  # noqa: E402
     traces,
     validate,
     view,
+    wandb_runs,
 )
 
 if TYPE_CHECKING:
@@ -167,6 +168,7 @@ app.command()(climb.climb)
 app.command()(report.report)
 app.command()(fidelity.fidelity)
 app.command()(view.view)
+app.command("wandb-flush")(wandb_runs.wandb_flush)
 
 
 def main() -> None:

@@ -1,19 +1,19 @@
 """The `log_wandb` node's run is written by a detached child the command does not wait for
 (issue 42), and nothing is lost when that child dies: its payload is written by the next run's
-writer, or by `flush_pending`, once. The commands run in real processes: their exit matters."""
+writer, or by `harness wandb-flush`, once. The commands run in real processes: their exit
+matters."""
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.pipeline.nodes.log_wandb import flush_pending, pending, wait_written
-from tests.conftest import SCRIPTED, run_harness
+from harness.api.pipeline import finish_wandb_runs
+from harness.pipeline.nodes.log_wandb import flush_pending, pending
+from tests.conftest import SCRIPTED, run_cli, run_harness
 from tests.helpers.wandb_runs import records
 
 ONE_TASK = (
@@ -99,25 +99,58 @@ def test_a_killed_writers_run_is_written_once_by_the_next_one(tmp_path: Path) ->
     assert payload.exists(), "a run whose writer died stays pending"
 
     run_eval(folder, tmp_path / "second.db")  # its writer also writes what the first left
-    assert wait_written(folder)
+    assert finish_wandb_runs(folder).pending == []
     runs = sorted((folder / "wandb").glob("offline-run-*"))
     assert len(runs) == 2 and any(run.name.endswith(run_id(payload)) for run in runs)
     for run_dir in runs:
         summary, _ = records(run_dir)
         assert summary["support-baseline/pass_rate"] == 1.0 and summary["tasks.nrows"] == 1
 
-    flushed = subprocess.run(  # the user's step (docs/guide/pipelines.md): nothing left to write
-        [
-            sys.executable,
-            "-c",
-            "import sys; from harness.pipeline.nodes.log_wandb import flush_pending; "
-            "print(flush_pending(sys.argv[1]))",
-            str(folder),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert flushed.stdout.strip() == "[]"
+    flushed = run_harness("wandb-flush", folder)  # the user's step before `wandb sync`
+    assert flushed.returncode == 0, flushed.stderr
+    assert flushed.stdout.strip() == f"{folder}: every W&B run is written"  # none to write
     assert len(list((folder / "wandb").glob("offline-run-*"))) == 2
+
+
+def test_wandb_flush_writes_a_dead_writers_run_and_waits_for_a_live_one(tmp_path: Path) -> None:
+    folder = tmp_path / "wandb"
+    run_eval(folder, tmp_path / "first.db")
+    [dead] = pending(folder)
+    [writer] = processes_naming(str(dead))
+    os.kill(writer, signal.SIGKILL)
+    until(lambda: not processes_naming(str(dead)))
+
+    run_eval(folder, tmp_path / "second.db")
+    live = next(path for path in pending(folder) if path != dead)
+    [second] = processes_naming(str(live))
+    os.kill(second, signal.SIGSTOP)  # a writer still at it: it holds its payload's lock
+    try:
+        # the dead writer's run: written; the live one's: not taken from its writer
+        stuck = run_harness("wandb-flush", folder, "--timeout", "0.5")
+        assert stuck.returncode == 3, stuck.stderr
+        assert stuck.stdout.splitlines() == [f"wrote W&B run {run_id(dead)} (its writer had died)"]
+        assert f"1 W&B run(s) still being written after 0.5 s: {run_id(live)}" in stuck.stderr
+        assert pending(folder) == [live]
+    finally:
+        os.kill(second, signal.SIGCONT)
+    done = run_harness("wandb-flush", folder)  # waits for it
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{folder}: every W&B run is written" and not pending(folder)
+    runs = sorted((folder / "wandb").glob("offline-run-*"))
+    assert sorted(run.name.rsplit("-", 1)[1] for run in runs) == sorted(
+        [run_id(dead), run_id(live)]
+    )
+    for run_dir in runs:
+        summary, _ = records(run_dir)
+        assert summary["support-baseline/pass_rate"] == 1.0 and summary["tasks.nrows"] == 1
+
+
+def test_wandb_flush_refuses_what_is_not_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "results.db").write_text("")
+    for name, found in (("missing", "nothing"), ("results.db", "a file")):
+        done = run_cli("wandb-flush", tmp_path / name)
+        assert done.returncode == 2
+        assert done.stderr.strip() == (
+            f"{tmp_path / name}: expected the folder a log_wandb node writes to (its `dir`), "
+            f"found {found}"
+        )

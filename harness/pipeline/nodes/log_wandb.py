@@ -231,16 +231,24 @@ def pending(folder: str | Path) -> list[Path]:
     return sorted(Path(folder).glob(PENDING))
 
 
-def wait_written(folder: str | Path, timeout_s: float = 120) -> bool:
-    """Wait until no run in `folder` is pending: the command returns before its W&B run is
-    written, so wait before `wandb sync` of the folder or before reading the run. False when
-    one is still pending after `timeout_s` (its writer died: `flush_pending` writes it)."""
+def finish_pending(folder: str | Path, timeout_s: float = 120) -> tuple[list[str], list[str]]:
+    """Every W&B run pending in `folder` written: the command returns before its run is, so
+    before `wandb sync` of the folder or before reading the run, finish them. Runs whose writer
+    died are written here (`flush_pending`, also for a writer that dies while this waits);
+    runs being written are waited for, up to `timeout_s`. The run ids written here, and those
+    still pending at the end (a writer still at it)."""
     deadline = time.monotonic() + timeout_s
-    while pending(folder):
-        if time.monotonic() > deadline:
-            return False
+    written = flush_pending(folder)
+    while pending(folder) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return True
+        written += flush_pending(folder)
+    return written, [_run_id(path) for path in pending(folder)]
+
+
+def _run_id(payload: Path) -> str:
+    """The run id in a payload's name (`PENDING`)."""
+    prefix, suffix = PENDING.split("*")
+    return payload.name.removeprefix(prefix).removesuffix(suffix)
 
 
 def flush_pending(folder: str | Path) -> list[str]:
