@@ -7,13 +7,13 @@ passed its checks, and a command is a parse, one of these calls and a print."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.defaults import STATE_DIR
 from harness.options import BadOptions
 from harness.pipeline.check import check_file
+from harness.pipeline.nodes.log_wandb import WandbRuns, finish_pending
 from harness.pipeline.runner import (
     Outcome,
     RunOptions,
@@ -101,22 +101,13 @@ def run_compare(
     return run_pipeline(data, positions, Path("compare"), options)
 
 
-@dataclass(frozen=True)
-class WandbRuns:
-    """What `finish_wandb_runs` left in a `log_wandb` folder."""
-
-    folder: Path
-    written: list[str]  # run ids written by this call: their writer had died
-    pending: list[str]  # run ids still being written when the wait ended
-
-
 def finish_wandb_runs(folder: str | Path = STATE_DIR, timeout_s: float = 120) -> WandbRuns:
     """Finish the W&B runs still pending in `folder` (a `log_wandb` node's `dir`): a pipeline's
     run is written by a detached process after the command returns, so call this before
     `wandb sync` of the folder or before reading the run. A run whose writer died is written
-    here, once; a run being written is waited for, up to `timeout_s`. `BadOptions` when
-    `folder` is not a folder."""
-    from harness.pipeline.nodes.log_wandb import finish_pending
+    here, once; a run being written is waited for, up to `timeout_s`; a run that cannot be
+    written (its data unreadable, W&B refusing it) is said in `failed`, and the others are
+    written all the same. `BadOptions` when `folder` is not a folder."""
     from harness.specs.located import Location
 
     path = Path(folder)
@@ -124,5 +115,4 @@ def finish_wandb_runs(folder: str | Path = STATE_DIR, timeout_s: float = 120) ->
         found = "a file" if path.exists() else "nothing"
         expected = f"expected the folder a log_wandb node writes to (its `dir`), found {found}"
         raise BadOptions.at(Location(str(path)), "", expected)
-    written, left = finish_pending(path, timeout_s)
-    return WandbRuns(path, written, left)
+    return finish_pending(path, timeout_s)

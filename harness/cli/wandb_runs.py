@@ -22,16 +22,20 @@ def wandb_flush(
 ) -> None:
     """Finish the W&B runs still pending in a folder: a pipeline's run is written by a detached
     process after the command returns (run this before `wandb sync`). A run whose writer died is
-    written here, once. Exit 3 when a run is still being written after --timeout."""
+    written here, once. Exit 3 when a run cannot be written, or is still being written after
+    --timeout."""
     from harness.api.pipeline import finish_wandb_runs
 
     done = finish_wandb_runs(folder, timeout)
     for run_id in done.written:
         typer.echo(f"wrote W&B run {run_id} (its writer had died)")
+    for run_id, why in done.failed.items():
+        echo_error(f"harness: W&B run {run_id} could not be written (it stays pending): {why}")
     if done.pending:
         echo_error(
             f"harness: {folder}: {len(done.pending)} W&B run(s) still being written after "
             f"{timeout:g} s: {', '.join(done.pending)} (see {folder / 'wandb-writer.log'})"
         )
+    if done.failed or done.pending:
         raise typer.Exit(EXIT_HARNESS)
     typer.echo(f"{folder}: every W&B run is written")

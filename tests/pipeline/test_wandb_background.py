@@ -92,7 +92,7 @@ def test_a_killed_writers_run_is_written_once_by_the_next_one(tmp_path: Path) ->
     run_eval(folder, tmp_path / "first.db")
     [payload] = pending(folder)
     [writer] = processes_naming(str(payload))
-    assert flush_pending(folder) == [] and payload.exists(), "its live writer holds it"
+    assert flush_pending(folder).written == [] and payload.exists(), "its live writer holds it"
     until(lambda: list((folder / "wandb").glob("offline-run-*")))
     os.kill(writer, signal.SIGKILL)  # mid-way: its run directory is there, unfinished
     until(lambda: not processes_naming(str(payload)) and not processes_naming(f"--pid\0{writer}\0"))
@@ -124,15 +124,26 @@ def test_wandb_flush_writes_a_dead_writers_run_and_waits_for_a_live_one(tmp_path
     live = next(path for path in pending(folder) if path != dead)
     [second] = processes_naming(str(live))
     os.kill(second, signal.SIGSTOP)  # a writer still at it: it holds its payload's lock
+    broken = folder / "wandb-pending-0broken0.json"  # cut short (a disk that filled up)
+    broken.write_text('{"target": {"mode": "offl')
     try:
-        # the dead writer's run: written; the live one's: not taken from its writer
+        # the dead writer's run: written; the live one's: not taken from its writer; the
+        # broken one: said, and the others written all the same
         stuck = run_harness("wandb-flush", folder, "--timeout", "0.5")
         assert stuck.returncode == 3, stuck.stderr
         assert stuck.stdout.splitlines() == [f"wrote W&B run {run_id(dead)} (its writer had died)"]
-        assert f"1 W&B run(s) still being written after 0.5 s: {run_id(live)}" in stuck.stderr
-        assert pending(folder) == [live]
+        said, waited = stuck.stderr.splitlines()
+        assert said.startswith(
+            "harness: W&B run 0broken0 could not be written (it stays pending): JSONDecodeError:"
+        )
+        assert waited == (
+            f"harness: {folder}: 1 W&B run(s) still being written after 0.5 s: {run_id(live)} "
+            f"(see {folder / 'wandb-writer.log'})"
+        )
+        assert pending(folder) == [broken, live]
     finally:
         os.kill(second, signal.SIGCONT)
+    broken.unlink()
     done = run_harness("wandb-flush", folder)  # waits for it
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"{folder}: every W&B run is written" and not pending(folder)

@@ -20,6 +20,8 @@ import string
 import subprocess
 import sys
 import time
+from collections.abc import Container
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -222,7 +224,8 @@ def write_pending(payload_file: str, lock: str) -> None:
         _write_run(Path(payload_file))
     finally:
         os.close(int(lock))
-    flush_pending(Path(payload_file).parent)
+    for run_id, why in flush_pending(Path(payload_file).parent).failed.items():
+        print(f"W&B run {run_id} not written: {why}", file=sys.stderr)  # to the writer's log
 
 
 def pending(folder: str | Path) -> list[Path]:
@@ -231,18 +234,33 @@ def pending(folder: str | Path) -> list[Path]:
     return sorted(Path(folder).glob(PENDING))
 
 
-def finish_pending(folder: str | Path, timeout_s: float = 120) -> tuple[list[str], list[str]]:
+@dataclass
+class WandbRuns:
+    """The pending W&B runs of a `log_wandb` folder that a flush (`harness wandb-flush`) saw."""
+
+    folder: Path
+    written: list[str] = field(default_factory=list)  # run ids written: their writer had died
+    # run id -> why its run could not be written (its data unreadable, W&B refusing it); it
+    # stays pending, and the other runs are written all the same
+    failed: dict[str, str] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)  # run ids still being written at the end
+
+
+def finish_pending(folder: str | Path, timeout_s: float = 120) -> WandbRuns:
     """Every W&B run pending in `folder` written: the command returns before its run is, so
     before `wandb sync` of the folder or before reading the run, finish them. Runs whose writer
     died are written here (`flush_pending`, also for a writer that dies while this waits);
-    runs being written are waited for, up to `timeout_s`. The run ids written here, and those
-    still pending at the end (a writer still at it)."""
+    runs being written are waited for, up to `timeout_s`."""
     deadline = time.monotonic() + timeout_s
-    written = flush_pending(folder)
-    while pending(folder) and time.monotonic() < deadline:
+    done = WandbRuns(Path(folder))
+    while True:
+        flushed = flush_pending(folder, skip=done.failed)
+        done.written += flushed.written
+        done.failed.update(flushed.failed)
+        done.pending = [run for run in map(_run_id, pending(folder)) if run not in done.failed]
+        if not done.pending or time.monotonic() >= deadline:
+            return done
         time.sleep(0.05)
-        written += flush_pending(folder)
-    return written, [_run_id(path) for path in pending(folder)]
 
 
 def _run_id(payload: Path) -> str:
@@ -251,20 +269,23 @@ def _run_id(payload: Path) -> str:
     return payload.name.removeprefix(prefix).removesuffix(suffix)
 
 
-def flush_pending(folder: str | Path) -> list[str]:
+def flush_pending(folder: str | Path, skip: Container[str] = ()) -> WandbRuns:
     """Write the W&B runs of the payloads in `folder` (a `log_wandb` target's `dir`, by default
     `.harness`) whose writer died (killed before it finished), each once: payloads another
-    writer is writing are left to it. The run ids written."""
-    written = []
+    writer is writing are left to it, and so are the run ids in `skip`."""
+    found = WandbRuns(Path(folder))
     for path in pending(folder):
-        lock = _claim(path)
+        run_id = _run_id(path)
+        lock = None if run_id in skip else _claim(path)
         if lock is None:
             continue
         try:
-            written.append(_write_run(path))
+            found.written.append(_write_run(path))
+        except Exception as exc:  # this payload's own problem: the others are still written
+            found.failed[run_id] = redact(f"{type(exc).__name__}: {exc}")
         finally:
             os.close(lock)
-    return written
+    return found
 
 
 def _claim(path: Path) -> int | None:
