@@ -3,6 +3,7 @@ errored (and why the exit code is what it is), or with --json one JSON summary."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ from harness.store_location import StoreLocation
 
 if TYPE_CHECKING:
     from harness.api.pipeline import Outcome
+    from harness.report.summary import RunFigures
     from harness.store import Store
 
 
@@ -64,14 +66,16 @@ class ErroredRun:
         )
 
 
-def errored_runs(store: Store, outcome: Outcome) -> list[ErroredRun]:
+def errored_runs(
+    store: Store, outcome: Outcome, known: Mapping[str, RunFigures] | None = None
+) -> list[ErroredRun]:
     """The graded runs of a pipeline with too many errored episodes (`RunFigures.too_many_errors`:
-    more than a gate's default `max_error_rate`)."""
+    more than a gate's default `max_error_rate`); `known` holds figures already read."""
     from harness.report.summary import run_figures
 
     errored = []
     for run_id in sorted(outcome.graded):
-        figures = run_figures(store, run_id)
+        figures = (known or {}).get(run_id) or run_figures(store, run_id)
         if figures.too_many_errors:
             errored.append(ErroredRun(run_id, dict(figures.errors_by_side), figures.episodes))
     return errored
@@ -103,14 +107,15 @@ def print_outcome(outcome: Outcome, store_path: StoreLocation, as_json: bool = F
     if as_json:
         print_json(outcome_summary(outcome, store))
     console = make_console(stderr=as_json)
+    shown: dict[str, RunFigures] = {}
     try:
         for output in [] if as_json else outcome.reports:
-            print_report(store, output.contents(), console)
+            shown |= print_report(store, output.contents(), console)
             for file in output.files:
                 console.print(f"wrote {file}")
         for run_id in sorted(outcome.graded):
             warn_unsandboxed(store, run_id, console)
-        errored = errored_runs(store, outcome)
+        errored = errored_runs(store, outcome, shown)
     finally:
         store.close()
         outcome.store = None

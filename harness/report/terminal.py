@@ -188,11 +188,15 @@ def print_gate(result: GateResult, console: Console) -> None:
             console.print(f"  [green]ok[/green] {escape(rule.detail)}")
 
 
-def print_report(store: Store, report: ReportContents, console: Console) -> None:
-    """Each run's summary, then each comparison, then each gate decision."""
+def print_report(store: Store, report: ReportContents, console: Console) -> dict[str, RunFigures]:
+    """Each run's summary, then each comparison, then each gate decision; the runs' figures, by
+    run id (reading a run's episodes again costs what its summary did)."""
+    shown = {}
     for run in report.runs:
-        print_run(run_figures(store, run.run_id, run.levels), console, SHOWN_TASKS)
+        shown[run.run_id] = run_figures(store, run.run_id, run.levels)
+        print_run(shown[run.run_id], console, SHOWN_TASKS)
     for comparison in report.comparisons:
         print_comparison(comparison, console)
     for gate in report.gates:
         print_gate(gate, console)
+    return shown
