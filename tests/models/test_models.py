@@ -241,7 +241,7 @@ def test_the_fake_servers_latency_counts_from_the_requests_arrival() -> None:
         await asyncio.sleep(float(messages[-1].content))
         return Message(role="assistant", content="done")
 
-    with FakeServer(latency_s=0.5, responder=working).running() as server:
+    with FakeServer(latency_s=1.0, responder=working).running() as server:
 
         def answered_in(work_s: float) -> float:
             body = {"model": "m", "messages": [{"role": "user", "content": str(work_s)}]}
@@ -249,8 +249,8 @@ def test_the_fake_servers_latency_counts_from_the_requests_arrival() -> None:
             httpx.post(f"{server.url}/v1/chat/completions", json=body).raise_for_status()
             return time.perf_counter() - started
 
-        assert 0.5 <= answered_in(0.3) < 0.75  # not 0.8: the work was inside the latency
-        assert 0.7 <= answered_in(0.7) < 1.0  # not 1.2
+        assert 1.0 <= answered_in(0.6) < 1.4  # not 1.6: the work was inside the latency
+        assert 1.3 <= answered_in(1.3) < 1.8  # not 2.3
 
 
 def test_retry_after_is_honoured_and_backoff_is_bounded() -> None:
