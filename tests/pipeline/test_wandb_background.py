@@ -117,8 +117,8 @@ def test_wandb_flush_writes_a_dead_writers_run_and_waits_for_a_live_one(tmp_path
     run_eval(folder, tmp_path / "first.db")
     [dead] = pending(folder)
     [writer] = processes_naming(str(dead))
-    os.kill(writer, signal.SIGKILL)
-    until(lambda: not processes_naming(str(dead)))
+    os.kill(writer, signal.SIGKILL)  # and the W&B service it may have started ends with it
+    until(lambda: not processes_naming(str(dead)) and not processes_naming(f"--pid\0{writer}\0"))
 
     run_eval(folder, tmp_path / "second.db")
     live = next(path for path in pending(folder) if path != dead)
