@@ -64,13 +64,8 @@ def resolve_file(
 
 def readable_file(named: Path) -> tuple[Path, str | None]:
     """The file a path names (links resolved), and why it cannot be read (None when it can).
-    Found once per command (`command_memo`): every task of a suite may name the same file."""
-    memo, key = command_memo(), ("readable_file", str(named))
-    if memo is None:
-        return _readable_file(named)
-    if key not in memo:
-        memo[key] = _readable_file(named)
-    return memo[key]
+    Found once per command (`built_once`): every task of a suite may name the same file."""
+    return built_once(("readable_file", str(named)), lambda: None, lambda: _readable_file(named))
 
 
 def _readable_file(named: Path) -> tuple[Path, str | None]:
