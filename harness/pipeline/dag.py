@@ -305,7 +305,7 @@ async def execute(
             if node.kind.follows:
                 await final_outputs(node)  # a follower finishes after what it follows
             base.store.put_node_output(
-                key, node.kind.name, output.model_dump_json(), base.pipeline_id
+                key, node.kind.name, output.model_dump(mode="json"), base.pipeline_id
             )
         except SpecError:
             status.state = "failed"

@@ -20,8 +20,9 @@ people or models (persona examples, fidelity reports, `traces show`) through `re
   the last `@` on its line, `#?/@` and spaces included, at most 256 characters: text between a
   URL and an email on the same line may go with it) and of `?password=` parameters;
 - payment card numbers (13-19 digits, spaces or dashes allowed, a card network's prefix and a
-  valid Luhn check digit), the CVV and expiry next to one or named as such, and US social
-  security numbers: `[PII:card]`, `[PII:cvv]`, `[PII:card-expiry]`, `[PII:ssn]`.
+  valid Luhn check digit, standing alone: not inside a word or a hex digest), the CVV and
+  expiry next to one or named as such, and US social security numbers: `[PII:card]`,
+  `[PII:cvv]`, `[PII:card-expiry]`, `[PII:ssn]`.
 
 `redact_pii` also masks contact details: emails (`[PII:email]`) and phone numbers
 (`[PII:phone]`). A task made from production keeps them: they are the facts the user gave and

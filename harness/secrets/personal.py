@@ -8,12 +8,14 @@ import re
 
 from harness.secrets.masks import pii_mask
 
-# 4-4-4-1..4(-1..3) digits (13-19) or Amex's 4-6-5, one separator (space, dash or none) between
+# 4-4-4-1..4(-1..3) digits (13-19) or Amex's 4-6-5, one separator (space, dash or none) between,
+# standing alone: a digit run inside a word or a hex digest ("5ce4631674059041", a SHA-256) is
+# none, and masking it would corrupt the digests the harness stores (a task's content hash).
 # Each digit pattern starts with a plain `\d` (the lookbehind after it), so that the regex engine
 # skips to the next digit in C: a lookbehind first is tried at every character, 7 times slower.
 CARD = re.compile(
-    r"\d(?<![\d.\-]\d)(?:\d{3}(?P<sep>[ \-]?)\d{4}(?P=sep)\d{4}(?P=sep)\d{1,4}"
-    r"(?P<last>(?P=sep)\d{1,3})?|\d{3}(?P<amex>[ \-]?)\d{6}(?P=amex)\d{4,5})(?!\d)"
+    r"\d(?<![A-Za-z\d.\-]\d)(?:\d{3}(?P<sep>[ \-]?)\d{4}(?P=sep)\d{4}(?P=sep)\d{1,4}"
+    r"(?P<last>(?P=sep)\d{1,3})?|\d{3}(?P<amex>[ \-]?)\d{6}(?P=amex)\d{4,5})(?![A-Za-z\d])"
 )
 # What may stand between a card and its expiry or CVV: separators, and the words naming them.
 CARD_GAP = (

@@ -7,11 +7,14 @@ A *run* is one variant's episodes over a task set (the output of a `simulate` no
 verdicts; a *pipeline* is one execution of a DAG, which may hold several runs. Episodes and
 verdicts are written as they finish, so a crash loses nothing already done and a large run is
 never held in memory. Everything is redacted on the way in: an API key never reaches the file.
+The digests the harness computed (a run's task hashes, a node output's) are stored as they are
+(`rows.stored_json`): a mask would corrupt them, and they hold nothing of anyone's.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from os import PathLike
 from typing import Any
@@ -22,7 +25,15 @@ from harness.store.climbs import CandidateInfo, ClimbInfo, ClimbRecords, Evaluat
 from harness.store.database import Database, open_database
 from harness.store.decisions import DecisionRecords
 from harness.store.episodes import EpisodeRecords
-from harness.store.rows import EpisodeRow, PipelineInfo, RunInfo, new_id, now, pipeline_info
+from harness.store.rows import (
+    EpisodeRow,
+    PipelineInfo,
+    RunInfo,
+    new_id,
+    now,
+    pipeline_info,
+    stored_json,
+)
 from harness.store.runs import RunRecords
 from harness.store.tasks import PlayedTask, StoredTask, TaskLabels
 from harness.store_location import StoreLocation
@@ -113,8 +124,11 @@ class Store(RunRecords, EpisodeRecords, DecisionRecords, ClimbRecords):
         row = self.db.execute("SELECT output FROM node_outputs WHERE key = ?", (key,)).fetchone()
         return row["output"] if row else None
 
-    def put_node_output(self, key: str, kind: str, output: str, pipeline_id: str) -> None:
-        values = (key, kind, redact(output), pipeline_id, now())
+    def put_node_output(
+        self, key: str, kind: str, output: Mapping[str, Any], pipeline_id: str
+    ) -> None:
+        """Store a finished node's output (its JSON data) as the cache entry of its key."""
+        values = (key, kind, stored_json(output), pipeline_id, now())
         self.db.write(
             lambda db: db.execute(
                 "INSERT INTO node_outputs (key, kind, output, pipeline_id, finished_at)"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -14,6 +16,29 @@ from harness.transcript import Usage
 
 if TYPE_CHECKING:
     from harness.store.database import Database, Row
+
+
+# What the harness computed itself, stored as it is: a mask would corrupt a hex digest (16 hex
+# digits may be 16 decimal ones that pass for a card number, and a gate would then find the task
+# "changed"), and a digest holds nothing of anyone's. A run's `suite` (task id -> content hash)
+# and a node output's hashes; a value that is not made of hex digests is redacted all the same.
+DIGESTS = frozenset({"suite", "task_hashes", "content_hash", "variant_hash"})
+_HEX = re.compile(r"[0-9a-f]+")
+
+
+def stored_json(value: Mapping[str, Any]) -> str:
+    """`value` as JSON for the store (keys sorted), redacted (`harness.secrets.redact`) but for
+    the digests of `DIGESTS` at its top level."""
+    kept = {key: value[key] for key in DIGESTS.intersection(value) if _digests(value[key])}
+    text = redact(json.dumps({k: v for k, v in value.items() if k not in kept}, sort_keys=True))
+    return json.dumps({**json.loads(text), **kept}, sort_keys=True) if kept else text
+
+
+def _digests(value: Any) -> bool:
+    """A hex digest, or a mapping of names to hex digests."""
+    if isinstance(value, Mapping):
+        return all(isinstance(v, str) and _HEX.fullmatch(v) for v in value.values())
+    return isinstance(value, str) and _HEX.fullmatch(value) is not None
 
 
 def now() -> str:
@@ -95,7 +120,7 @@ def insert_run(
             now(),
             variant,
             variant_hash,
-            redact(json.dumps(config, sort_keys=True)),
+            stored_json(config),
             "running",
             node_key,
             pipeline_id,

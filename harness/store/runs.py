@@ -7,9 +7,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from harness.secrets import redact
 from harness.store.database import Database
-from harness.store.rows import RunInfo, insert_run, run_info
+from harness.store.rows import RunInfo, insert_run, run_info, stored_json
 from harness.store.tasks import StoredTask, copy_tasks, insert_tasks
 
 
@@ -172,5 +171,5 @@ def _locked_config(db: Database, run_id: str) -> dict[str, Any] | None:
 
 
 def _set_config(db: Database, run_id: str, config: dict[str, Any]) -> None:
-    text = redact(json.dumps(config, sort_keys=True))
+    text = stored_json(config)
     db.execute("UPDATE runs SET config = ? WHERE id = ?", (text, run_id))

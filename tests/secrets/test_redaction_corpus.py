@@ -28,12 +28,13 @@ import pytest
 import yaml
 
 from harness.secrets import mask_url_passwords, redact, redact_pii
+from harness.secrets.personal import is_card
 from harness.store_location import StoreLocation
 from harness.testing.fake_server import FakeServer
 from tests.conftest import ROOT, newest_run, run_cli, scripted_eval
 from tests.production.test_behaviour_profiles import session_calls
 from tests.production.test_trace_task_signals import Raise, Turn, session
-from tests.secrets.redaction_corpus import ALL_VALUES, CORPUS, KEEP, PII
+from tests.secrets.redaction_corpus import ALL_VALUES, CARD, CORPUS, KEEP, PII
 
 SECRET_KINDS = [name for name in CORPUS if name not in PII]
 SECRET_VALUES = tuple(v for name in SECRET_KINDS for v in CORPUS[name][1])
@@ -91,6 +92,15 @@ def test_card_numbers_are_luhn_checked() -> None:
     assert redact("ref 4111 1111 1111 1112") == "ref 4111 1111 1111 1112"  # Luhn fails
     assert redact("order 1234567812345678") == "order 1234567812345678"  # no network prefix
     assert redact("ssn 000-12-3456, 123-45-6789") == "ssn 000-12-3456, [PII:ssn]"
+
+
+def test_a_card_number_stands_alone_and_a_hex_digest_is_none() -> None:
+    # sha256("338"): 13 of its digits pass for a card number (a network's prefix, Luhn)
+    digest = "5d8f6cce532a7aeb57196be62344095936793400b3aeb3580d248b17d5518a86"
+    assert is_card("6234409593679") and "6234409593679" in digest
+    stored = json.dumps({"$state": digest, "task": "5ce4631674059041"})
+    assert redact(stored) == stored
+    assert redact(f"card: 4111111111111111. ({CARD})") == "card: [PII:card]. ([PII:card])"
 
 
 @pytest.mark.parametrize("inside", ["#", "?", "/", "@", " ", "#?/@ x"])

@@ -31,6 +31,7 @@ from tests.helpers.postgres import Cluster, cluster, server_bin
 BACKENDS = ["sqlite", "postgresql"]
 PASSWORD = "pw-Zq81s3cret"  # trust authentication accepts any: it must never be printed
 TASKS = 4  # tasks of tests/data/shared-store.yaml
+CARD_LIKE = "4111111111111111"  # 16 hex digits that are a Visa number (Luhn and prefix)
 
 
 @pytest.fixture(scope="session")
@@ -116,11 +117,15 @@ def exercise(store: Store) -> dict[str, Any]:
     store.finish_pipeline(pipeline, "done", {"simulate": "ran"})
     seen["pipeline"] = store.pipeline(pipeline)
     seen["pipelines"] = store.pipelines()
-    store.put_node_output("key-1", "simulate", "first", pipeline)
-    store.put_node_output("key-1", "simulate", "second", pipeline)
+    store.put_node_output("key-1", "simulate", {"n": "first"}, pipeline)
+    # A task hash of 16 decimal digits passes for a card number: the digests the harness made
+    # are stored as they are, the rest is redacted.
+    output = {"task_hashes": {"t1": CARD_LIKE}, "source": secret_config}
+    store.put_node_output("key-1", "load_tasks", output, pipeline)
     seen["node_output"] = [store.node_output("key-1"), store.node_output("none")]
 
-    a = store.new_run("base", "h1", {"trials": 2}, "node-a", pipeline)
+    config = {"trials": 2, "suite": {"t1": CARD_LIKE}, "note": f"card {CARD_LIKE}"}
+    a = store.new_run("base", "h1", config, "node-a", pipeline)
     seen["claim_same"] = store.claim_run("base", "h1", {}, "node-a", pipeline).id == a
     b = store.claim_run("careful", "h2", {"trials": 1}, "node-b", pipeline).id
     store.finish_run(a)
@@ -217,9 +222,19 @@ def test_every_store_method_answers_the_same_on_both_backends(
     # What the answers are, so that agreeing is not agreeing on nothing.
     assert seen["pipeline"]["status"] == "done" and seen["pipeline"]["nodes"] == {"simulate": "ran"}
     assert PASSWORD not in json.dumps(seen) and "sk-xxxx" not in json.dumps(seen)
-    assert seen["node_output"] == ["second", None]
+    assert seen["node_output"][1] is None
+    assert json.loads(seen["node_output"][0]) == {
+        "task_hashes": {"t1": CARD_LIKE},
+        "source": {"openai": "[REDACTED]", "db": "postgresql://u:[REDACTED]@h/d"},
+    }
     assert seen["claim_same"] is True
-    assert seen["run"][0]["config"] == {"trials": 2, "judge": "scripted", "grader": 2}
+    assert seen["run"][0]["config"] == {
+        "trials": 2,
+        "suite": {"t1": CARD_LIKE},
+        "note": "card [PII:card]",
+        "judge": "scripted",
+        "grader": 2,
+    }
     assert seen["run"][0]["status"] == "done" and seen["run"][2] is None
     assert seen["runs"] == [["RUN_A", "RUN_B"], ["RUN_A", "RUN_B"], []]
     assert seen["has_episode"] == [True, False]
