@@ -24,6 +24,7 @@ from harness.pipeline.runner import (
 )
 from harness.pipeline.summary import outcome_summary
 from harness.pipeline.templates import COMPARE_SHORTCUTS, RUN_EVAL_SHORTCUTS, compare_dag, flags_dag
+from harness.specs.located import Location
 
 __all__ = [
     "Outcome",
@@ -108,8 +109,6 @@ def finish_wandb_runs(folder: str | Path = STATE_DIR, timeout_s: float = 120) ->
     here, once; a run being written is waited for, up to `timeout_s`; a run that cannot be
     written (its data unreadable, W&B refusing it) is said in `failed`, and the others are
     written all the same. `BadOptions` when `folder` is not a folder."""
-    from harness.specs.located import Location
-
     path = Path(folder)
     if not path.is_dir():
         found = "a file" if path.exists() else "nothing"
